@@ -1,0 +1,5 @@
+import sys
+
+from focoop.cli import main
+
+sys.exit(main())

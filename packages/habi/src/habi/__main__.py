@@ -1,0 +1,5 @@
+import sys
+
+from habi.cli import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from kea.cli import main
+
+sys.exit(main())

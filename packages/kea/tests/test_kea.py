@@ -1,0 +1,5 @@
+from kea.registry import METHOD
+
+
+def test_registered_name():
+    assert METHOD.name == "kea"

@@ -1,0 +1,5 @@
+import sys
+
+from lift.cli import main
+
+sys.exit(main())

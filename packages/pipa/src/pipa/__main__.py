@@ -1,0 +1,5 @@
+import sys
+
+from pipa.cli import main
+
+sys.exit(main())

@@ -1,0 +1,23 @@
+"""Registration of pipa in the icml25 method registry (kept import-light: no torch here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from icml25.registry import Method
+
+
+def _reproduce(*, quick: bool, smoke: bool, out: Path, seed: int):
+    from pipa.reproduce import reproduce
+
+    return reproduce(quick=quick, smoke=smoke, out=out, seed=seed)
+
+
+METHOD = Method(
+    name="pipa",
+    title="PIPA: Preference Alignment as Prior-Informed Statistical Estimation",
+    venue="ICML 2025",
+    url="https://arxiv.org/abs/2502.05773",
+    reproduce=_reproduce,
+    cli="pipa",
+)

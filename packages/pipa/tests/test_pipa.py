@@ -1,0 +1,5 @@
+from pipa.registry import METHOD
+
+
+def test_registered_name():
+    assert METHOD.name == "pipa"

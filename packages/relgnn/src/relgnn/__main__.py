@@ -1,0 +1,5 @@
+import sys
+
+from relgnn.cli import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from string_pe.cli import main
+
+sys.exit(main())

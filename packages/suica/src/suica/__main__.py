@@ -1,0 +1,5 @@
+import sys
+
+from suica.cli import main
+
+sys.exit(main())

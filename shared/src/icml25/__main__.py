@@ -1,0 +1,5 @@
+import sys
+
+from icml25.cli import main
+
+sys.exit(main())

@@ -1,0 +1,131 @@
+"""CLI helpers every package reuses: shared options, the standard ``reproduce`` command, and ``method_main``.
+
+A package's ``cli.py``::
+
+    from dataclasses import dataclass
+    from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command
+    from mypkg.registry import METHOD
+
+    @dataclass(frozen=True)
+    class TrainConfig(CommonOptions):
+        lr: float = 1e-3
+        \"\"\"Learning rate.\"\"\"
+
+    def train(cfg: TrainConfig) -> int: ...
+
+    def main(argv=None) -> int:
+        return method_main(METHOD, {"train": (TrainConfig, train),
+                                    "reproduce": (ReproduceOptions, reproduce_command(METHOD))}, argv=argv)
+
+tyro builds the parser from the frozen dataclasses (field docstrings become the help text).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class CommonOptions:
+    """Options shared by every command."""
+
+    seed: int = 0
+    """Random seed (python, numpy, torch)."""
+    out: Path | None = None
+    """Run directory; default runs/<method>/<timestamp>. Must not exist or be empty unless --overwrite."""
+    overwrite: bool = False
+    """Allow writing into an existing, non-empty --out."""
+    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
+    """Device: auto picks cuda, then mps, then cpu."""
+    quiet: bool = False
+    """No progress bars or tables on stdout."""
+
+
+@dataclass(frozen=True)
+class ReproduceOptions(CommonOptions):
+    """Run the method and its baselines side by side and measure the paper's claims."""
+
+    quick: bool = False
+    """Small budget (about a minute on 2 CPU cores)."""
+    smoke: bool = False
+    """Tiny sizes (seconds): checks that everything runs, measures nothing meaningful."""
+
+
+def open_run_dir(name: str, opts: CommonOptions, *, resume: bool = False):
+    from icml25.registry import default_out
+    from icml25.rundir import RunDir
+
+    out = opts.out if opts.out is not None else default_out(name)
+    return RunDir(out, overwrite=opts.overwrite, resume=resume)
+
+
+def run_reproduce(method: Any, *, quick: bool, smoke: bool, out: Path, seed: int, overwrite: bool = False,
+                  quiet: bool = False, device: str = "auto") -> Any:
+    """Run ``method.reproduce`` into a fresh run directory and write config, env, results.json and results.md."""
+    from icml25.rundir import RunDir
+
+    rd = RunDir(out, overwrite=overwrite)
+    rd.write_config({"method": method.name, "quick": quick, "smoke": smoke, "seed": seed, "device": device})
+    t0 = time.perf_counter()
+    report = method.reproduce(quick=quick, smoke=smoke, out=rd.path, seed=seed)
+    report.seconds = round(time.perf_counter() - t0, 2)
+    report.quick, report.smoke = quick, smoke
+    if not report.title:
+        report.title = method.title
+    rd.write_env(device=device)
+    rd.write_results(report)
+    if not quiet:
+        print(report.to_markdown())
+        print(f"results written to {rd.path}")
+    return report
+
+
+def reproduce_command(method: Any) -> Callable[[ReproduceOptions], int]:
+    def _cmd(opts: ReproduceOptions) -> int:
+        from icml25.registry import default_out
+
+        out = opts.out if opts.out is not None else default_out(method.name)
+        run_reproduce(method, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed,
+                      overwrite=opts.overwrite, quiet=opts.quiet, device=opts.device)
+        return 0
+
+    return _cmd
+
+
+def method_main(
+    method: Any,
+    commands: Mapping[str, tuple[type, Callable[[Any], int | None]]],
+    *,
+    argv: Sequence[str] | None = None,
+    description: str | None = None,
+) -> int:
+    """Parse ``argv`` into one of the command dataclasses with tyro and run its function.
+
+    User errors (``ValueError`` and subclasses, ``FileNotFoundError``) print ``error: ...`` and return 2 instead
+    of a traceback.
+    """
+    import tyro
+
+    types = [cls for cls, _ in commands.values()]
+    if len(set(types)) != len(types):
+        raise TypeError("each command needs its own config dataclass")
+    prog = getattr(method, "cli", "") or method.name
+    desc = description or f"{method.title} ({method.venue}). {method.url}"
+    cfg = tyro.extras.subcommand_cli_from_dict(
+        {name: cls for name, (cls, _) in commands.items()},
+        prog=prog, description=desc, args=list(argv) if argv is not None else None,
+    )
+    for cls, fn in commands.values():
+        if type(cfg) is cls:
+            try:
+                rc = fn(cfg)
+            except (ValueError, FileNotFoundError) as exc:
+                print(f"{prog}: error: {exc}", file=sys.stderr)
+                return 2
+            return int(rc or 0)
+    raise AssertionError("unreachable: tyro returned an unknown config type")  # pragma: no cover

@@ -1,0 +1,105 @@
+"""Pytest helpers shared by every package's tests.
+
+- :func:`run_cli`: call a package's ``main(argv)`` in-process and capture its exit code, stdout and stderr.
+- :func:`run_cli_subprocess`: run a console script or ``python -m`` in a subprocess.
+- :func:`assert_close64`: float64 closeness with a message that says where and by how much.
+- :func:`seeded`: a context manager that seeds everything and restores torch's global RNG state afterwards.
+- ``seed`` fixture: importable into a conftest (``from icml25.testing import seed``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(main: Callable[..., Any], argv: Sequence[str]) -> CliResult:
+    """Run ``main(argv)`` in-process; ``SystemExit`` (argparse/tyro ``--help`` or errors) becomes the return code."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(list(argv))
+        except SystemExit as exc:
+            code = exc.code
+            rc = code if isinstance(code, int) else (0 if code is None else 1)
+    return CliResult(int(rc or 0), out.getvalue(), err.getvalue())
+
+
+def run_cli_subprocess(args: Sequence[str], *, timeout: float = 300, env: dict[str, str] | None = None,
+                       cwd: str | os.PathLike | None = None) -> CliResult:
+    """Run a command (e.g. ``["string-pe", "--help"]`` or ``[sys.executable, "-m", "string_pe", "--help"]``)."""
+    full_env = {**os.environ, "MPLBACKEND": "Agg", **(env or {})}
+    proc = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, env=full_env, cwd=cwd)
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def python_module(module: str, *args: str, **kw: Any) -> CliResult:
+    return run_cli_subprocess([sys.executable, "-m", module, *args], **kw)
+
+
+def assert_close64(actual: Any, expected: Any, *, rtol: float = 1e-10, atol: float = 1e-12, msg: str = "") -> None:
+    """Assert two arrays/tensors are close in float64; the message gives the worst entry."""
+    import numpy as np
+
+    def _np(x: Any) -> Any:
+        if hasattr(x, "detach"):
+            x = x.detach().cpu().to(dtype=__import__("torch").float64).numpy()
+        return np.asarray(x, dtype=np.float64)
+
+    a, e = _np(actual), _np(expected)
+    if a.shape != e.shape:
+        raise AssertionError(f"{msg} shape mismatch: {a.shape} vs {e.shape}")
+    diff = np.abs(a - e)
+    tol = atol + rtol * np.abs(e)
+    if not np.all(diff <= tol) or not np.all(np.isfinite(a) == np.isfinite(e)):
+        idx = np.unravel_index(np.nanargmax(diff - tol), diff.shape) if diff.size else ()
+        raise AssertionError(
+            f"{msg} not close: max |diff| = {np.nanmax(diff):.3e} at {idx} "
+            f"(actual {a[idx] if diff.size else a}, expected {e[idx] if diff.size else e}; rtol={rtol}, atol={atol})"
+        )
+
+
+@contextlib.contextmanager
+def seeded(seed: int = 0):
+    """Seed python/numpy/torch for the block; torch's global RNG state is restored afterwards."""
+    from icml25.seeding import seed_everything
+
+    state = None
+    try:
+        import torch
+
+        state = torch.get_rng_state()
+    except ImportError:  # pragma: no cover
+        torch = None
+    seed_everything(seed)
+    try:
+        yield seed
+    finally:
+        if state is not None:
+            torch.set_rng_state(state)
+
+
+try:  # a fixture when pytest is importable; harmless otherwise
+    import pytest
+
+    @pytest.fixture
+    def seed() -> Any:
+        """Seeds everything with 0 for the test and restores torch's global RNG state afterwards."""
+        with seeded(0) as s:
+            yield s
+
+except ImportError:  # pragma: no cover
+    pass
