@@ -14,8 +14,6 @@ from icml25.io import atomic_write_bytes
 def _plt():
     import matplotlib
 
-    if os.environ.get("MPLBACKEND", "").lower() not in ("agg", ""):
-        pass
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
@@ -104,9 +102,10 @@ def grouped_bars(
         means, sds = [], []
         for g in groups:
             v = values[g].get(m)
-            arr = np.atleast_1d(np.asarray(v if v is not None else np.nan, dtype=float))
-            means.append(float(np.nanmean(arr)))
-            sds.append(float(np.nanstd(arr, ddof=1)) if arr.size > 1 else 0.0)
+            arr = np.atleast_1d(np.asarray([] if v is None else v, dtype=float))
+            arr = arr[np.isfinite(arr)]
+            means.append(float(arr.mean()) if arr.size else float("nan"))
+            sds.append(float(arr.std(ddof=1)) if arr.size > 1 else 0.0)
         pos = np.arange(len(groups)) + (j - (len(methods) - 1) / 2) * width
         ax.bar(pos, means, width, yerr=sds, label=m, capsize=2)
     ax.set_xticks(np.arange(len(groups)))

@@ -66,7 +66,7 @@ def environment_info(*, device: str | None = None, extra_packages: tuple[str, ..
     if "torch" in sys.modules:
         threads = sys.modules["torch"].get_num_threads()
     return {
-        "time": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        "time": _dt.datetime.now(_dt.UTC).isoformat(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
