@@ -1,0 +1,7 @@
+"""Errors raised by focoop on bad input (all are ``ValueError`` subclasses, so the CLI prints ``error: ...``)."""
+
+from __future__ import annotations
+
+
+class FOCoOpConfigError(ValueError):
+    """A configuration value or an input array is invalid; the message names the field and what is allowed."""

@@ -1,0 +1,128 @@
+"""Everything a federation needs, computed once: frozen text tower, prompt banks and precomputed image features.
+
+Both CLIP encoders are frozen and prompts only touch the text side, so image features are encoded **once**. A
+:class:`FederationSetup` holds, per client j, few-shot training features (n_j, e) with labels, its Dirichlet test
+split (features and labels), the corrupted copy of that split (covariate shift), and one shared OOD set (features
+plus a 0/1 kind flag: 0 = far-OOD textures, 1 = near-OOD held-out shapes). It is saved with ``torch.save`` so
+Flower's ClientApps (possibly in other processes) load exactly the same data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from focoop.errors import FOCoOpConfigError
+from focoop.text import FrozenTextTower, PromptBank
+
+
+@dataclass
+class ClientData:
+    """One client's features (all L2-normalised, float32). Shapes: train (n, e), test (m, e), test_c (m', e)."""
+
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+    test_c_x: torch.Tensor
+    test_c_y: torch.Tensor
+
+
+@dataclass
+class FederationSetup:
+    """Frozen pieces shared by all clients and the server (see the module docstring)."""
+
+    tower: FrozenTextTower
+    id_bank: PromptBank
+    ood_bank: PromptBank | None
+    logit_scale: float
+    classnames: list[str]
+    neg_words: list[str]
+    zeroshot_text: torch.Tensor  # (C, e) normalised hand-crafted prompt features
+    clients: list[ClientData]
+    ood_x: torch.Tensor  # (n_ood, e)
+    ood_kind: torch.Tensor  # (n_ood,) 0 far, 1 near
+    width: int
+    n_ctx: int
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classnames)
+
+    def save(self, path: str | Path) -> Path:
+        from icml25.io import atomic_write_bytes
+        import io
+
+        buf = io.BytesIO()
+        torch.save(self, buf)
+        path = Path(path)
+        atomic_write_bytes(path, buf.getvalue())
+        return path
+
+    @staticmethod
+    def load(path: str | Path) -> FederationSetup:
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"federation setup file not found: {path}")
+        return torch.load(path, weights_only=False)
+
+
+def check_words(neg_words: Sequence[str], classnames: Sequence[str]) -> None:
+    """Reject duplicate class names and negative words that overlap class names."""
+    if len(set(classnames)) != len(classnames) or not classnames:
+        raise FOCoOpConfigError(f"class names must be non-empty and unique, got {list(classnames)}")
+    cls_tokens = {t for c in classnames for t in c.lower().split()}
+    bad = [w for w in neg_words if w.lower() in {c.lower() for c in classnames} or set(w.lower().split()) & cls_tokens]
+    if bad:
+        raise FOCoOpConfigError(f"negative words overlap the ID class names: {bad[:5]}")
+
+
+def build_setup(*, clip_model, tokenize: Callable, classnames: Sequence[str], neg_words: Sequence[str], n_ctx: int,
+                train_x: np.ndarray | torch.Tensor, train_y, test_x, test_y, test_c_x, test_c_y,
+                ood_x, ood_kind, client_train: Sequence[np.ndarray], client_test: Sequence[np.ndarray],
+                client_test_c: Sequence[np.ndarray] | None = None, zeroshot_template: str = "a photo of a {}.",
+                meta: dict | None = None) -> FederationSetup:
+    """Assemble a setup from a CLIP model (open_clip layout), its tokenizer and precomputed image features.
+
+    ``client_train``/``client_test`` index into train_x/test_x; ``client_test_c`` into test_c_x (defaults to the
+    test indices, i.e. the corrupted copy is aligned with the clean test set).
+    """
+    classnames = list(classnames)
+    neg_words = list(neg_words)
+    check_words(neg_words, classnames)
+    ctx_len = int(clip_model.positional_embedding.shape[0])
+    tower = FrozenTextTower(clip_model=clip_model)
+    id_bank = PromptBank(texts=[f"{c}." for c in classnames], tokenize=tokenize,
+                         token_embedding=clip_model.token_embedding, n_ctx=n_ctx, context_length=ctx_len)
+    ood_bank = None
+    if neg_words:
+        ood_bank = PromptBank(texts=[f"{w}." for w in neg_words], tokenize=tokenize,
+                              token_embedding=clip_model.token_embedding, n_ctx=n_ctx, context_length=ctx_len)
+    with torch.no_grad():
+        zs = clip_model.encode_text(torch.as_tensor(tokenize([zeroshot_template.format(c) for c in classnames])))
+        zs = F.normalize(zs.float(), dim=-1)
+        scale = float(clip_model.logit_scale.exp())
+
+    def t(a) -> torch.Tensor:
+        return F.normalize(torch.as_tensor(np.asarray(a), dtype=torch.float32), dim=-1)
+
+    def lab(a) -> torch.Tensor:
+        return torch.as_tensor(np.asarray(a), dtype=torch.long)
+
+    trx, tr_y, tex, te_y, tcx, tc_y = t(train_x), lab(train_y), t(test_x), lab(test_y), t(test_c_x), lab(test_c_y)
+    if client_test_c is None:
+        client_test_c = client_test
+    clients = []
+    for tr, te, tc in zip(client_train, client_test, client_test_c, strict=True):
+        tr, te, tc = (torch.as_tensor(np.asarray(i, dtype=np.int64)) for i in (tr, te, tc))
+        clients.append(ClientData(train_x=trx[tr], train_y=tr_y[tr], test_x=tex[te], test_y=te_y[te],
+                                  test_c_x=tcx[tc], test_c_y=tc_y[tc]))
+    return FederationSetup(tower=tower, id_bank=id_bank, ood_bank=ood_bank, logit_scale=scale,
+                           classnames=classnames, neg_words=neg_words, zeroshot_text=zs, clients=clients,
+                           ood_x=t(ood_x), ood_kind=lab(ood_kind), width=tower.width, n_ctx=n_ctx, meta=meta or {})
