@@ -1,0 +1,92 @@
+"""Training and evaluation loops (in-memory tensors, AdamW, cosine schedule).
+
+Following rope-vit, the position-encoding parameters (RoPE-Mixed frequencies, Cayley's S, circulant coefficients)
+are excluded from weight decay, as are biases, norms, CLS and APE tables.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from string_pe.base import PositionEncoding
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    epochs: int = 30
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 0.05
+    warmup_epochs: int = 1
+    seed: int = 0
+
+
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """AdamW groups: decay for weight matrices, none for biases/norms/PE parameters/embeddings tables."""
+    no_decay_ids = set()
+    for m in model.modules():
+        if isinstance(m, (PositionEncoding, nn.LayerNorm)):
+            no_decay_ids.update(id(p) for p in m.parameters())
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        if id(p) in no_decay_ids or p.dim() < 2 or name.endswith(("cls", "ape")):
+            no_decay.append(p)
+        else:
+            decay.append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def fit(model: nn.Module, inputs: Sequence[Tensor], labels: Tensor, settings: TrainSettings,
+        on_epoch: Callable[[int, float], None] | None = None) -> list[float]:
+    """Train ``model(*inputs[batch])`` with cross-entropy; returns the mean training loss of every epoch."""
+    g = torch.Generator().manual_seed(settings.seed)
+    opt = torch.optim.AdamW(param_groups(model, settings.weight_decay), lr=settings.lr)
+    n = labels.shape[0]
+    steps_per_epoch = max(1, math.ceil(n / settings.batch_size))
+    total = settings.epochs * steps_per_epoch
+    warm = settings.warmup_epochs * steps_per_epoch
+
+    def lr_at(step: int) -> float:
+        if step < warm:
+            return settings.lr * (step + 1) / warm
+        return settings.lr * 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, total - warm)))
+
+    losses, step = [], 0
+    loss_fn = nn.CrossEntropyLoss()
+    model.train()
+    for epoch in range(settings.epochs):
+        perm = torch.randperm(n, generator=g)
+        tot = 0.0
+        for i in range(0, n, settings.batch_size):
+            idx = perm[i:i + settings.batch_size]
+            for group in opt.param_groups:
+                group["lr"] = lr_at(step)
+            loss = loss_fn(model(*(x[idx] for x in inputs)), labels[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            tot += float(loss.detach()) * idx.shape[0]
+            step += 1
+        losses.append(tot / n)
+        if on_epoch is not None:
+            on_epoch(epoch, losses[-1])
+    model.eval()
+    return losses
+
+
+@torch.no_grad()
+def accuracy(model: nn.Module, inputs: Sequence[Tensor], labels: Tensor, *, batch_size: int = 512) -> float:
+    """Top-1 accuracy of ``model(*inputs)`` against ``labels``."""
+    model.eval()
+    correct = 0
+    for i in range(0, labels.shape[0], batch_size):
+        pred = model(*(x[i:i + batch_size] for x in inputs)).argmax(-1)
+        correct += int((pred == labels[i:i + batch_size]).sum())
+    return correct / max(1, labels.shape[0])
