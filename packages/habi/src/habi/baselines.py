@@ -1,0 +1,69 @@
+"""Baselines: behaviour cloning and deterministic distillation of the planner.
+
+* **BC**: ``π(s) = tanh(MLP(s))`` regressing the data set's actions, ``L = ‖π(s) - a‖²``.
+* **Distill-MSE**: the same MLP regressing the planner's best action ``a*(s)`` (Habi without latent, KL or
+  candidate selection): it shows what the stochastic prior plus selection add.
+
+Both act through :class:`MLPActor` with the same ``act``/``act_batch`` interface as the other policies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from habi.data import GaussianNormalizer
+from habi.nets import MLPPolicy
+
+
+@dataclass(frozen=True)
+class RegressConfig:
+    """Training of an MLP policy by regression."""
+
+    steps: int = 3000
+    batch_size: int = 256
+    lr: float = 3e-4
+    hidden: int = 128
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.batch_size < 1 or self.hidden < 1 or not self.lr > 0:
+            raise ValueError(f"regression steps, batch_size, hidden and lr must be positive, got {self}")
+
+
+class MLPActor:
+    """Deterministic MLP policy on normalised states; ``act(observation) -> action``."""
+
+    def __init__(self, *, net: MLPPolicy, normalizer: GaussianNormalizer) -> None:
+        self.net, self.normalizer = net.eval(), normalizer
+        self._mean = torch.tensor(normalizer.mean, dtype=torch.float32)
+        self._std = torch.tensor(normalizer.std, dtype=torch.float32)
+
+    def act_batch(self, observations: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            s = (torch.from_numpy(np.asarray(observations, dtype=np.float32)) - self._mean) / self._std
+            return self.net(s).numpy()
+
+    def act(self, observation: np.ndarray) -> np.ndarray:
+        return self.act_batch(np.asarray(observation, dtype=np.float32)[None])[0]
+
+
+def regress_policy(states: np.ndarray, targets: np.ndarray, *, normalizer: GaussianNormalizer,
+                   config: RegressConfig, seed: int = 0, normalized: bool = True) -> MLPActor:
+    """Fit ``tanh(MLP(s)) ≈ target`` by MSE; ``states (N, obs)`` (already normalised if ``normalized``)."""
+    if len(states) == 0:
+        raise ValueError("regress_policy: empty data set")
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    S = torch.from_numpy(np.asarray(states if normalized else normalizer(states), dtype=np.float32))
+    Y = torch.from_numpy(np.asarray(targets, dtype=np.float32)).clamp(-0.999, 0.999)
+    net = MLPPolicy(obs_dim=S.shape[1], act_dim=Y.shape[1], hidden=config.hidden)
+    opt = torch.optim.Adam(net.parameters(), lr=config.lr, foreach=True)
+    for _ in range(config.steps):
+        idx = torch.from_numpy(rng.integers(0, len(S), size=config.batch_size))
+        loss = ((net(S[idx]) - Y[idx]) ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return MLPActor(net=net, normalizer=normalizer)

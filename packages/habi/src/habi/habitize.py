@@ -1,0 +1,162 @@
+"""Habitization: train :class:`habi.model.Synergy` on the planner's goal-directed behaviour.
+
+Per minibatch of teacher rows ``(s, a_i, Q_i, a*)`` (Habi, Sec. 3; official ``mode=train``)::
+
+    critic   L_C = mean_b ( C(z_q, a_i) - Q_i )²,   z_q ~ q(z | s, a_i)   (no gradient into the encoders)
+    habit    L   = mean_b [ mean_j (D(z)_j - a*_j)² + η_KL · KL(q(z|s,a*) ‖ p(z|s)) - η · C(z, D(z)) ],
+             z ~ q(z | s, a*)  (reparameterised)
+    weight   L_η = -log η_KL · (ℓ(KL) - log10 KL_target)                  (:class:`habi.losses.AdaptiveKLWeight`)
+
+η (the Q term) is 0 in every official task config, so it is 0 by default here too. Optimiser: Adam with cosine
+annealing for the habit and the critic; plain Adam (no schedule) for ``log η_KL``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from torch import nn
+
+from habi.losses import AdaptiveKLWeight, gaussian_kl
+from habi.model import HabiConfig, Synergy
+
+
+@dataclass(frozen=True)
+class HabitizeConfig:
+    """Hyper-parameters of habitization (defaults: the official ones except the step count)."""
+
+    steps: int = 5000
+    """Gradient steps (official 1M)."""
+    batch_size: int = 256
+    lr: float = 3e-4
+    """Adam learning rate of prior/posterior/decoder and critic (cosine-annealed)."""
+    kld_target: float = 1.0
+    """KL target of the adaptive weight (official kld_target = 1)."""
+    kl_init: float = 1e-6
+    """Initial η_KL (official 1e-6)."""
+    kl_lr: float = 3e-4
+    """Adam learning rate of log η_KL (official 3e-4: moves log η_KL by ~3e-4 per step)."""
+    kl_mode: Literal["geometric", "arithmetic"] = "geometric"
+    """'geometric' (official: mean of per-sample log10 KL) or 'arithmetic' (log10 of the mean KL)."""
+    eta: float = 0.0
+    """Weight of the -C(z, D(z)) term (official 0 everywhere)."""
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.batch_size < 1:
+            raise ValueError(f"habitize steps and batch_size must be >= 1, got {self.steps}, {self.batch_size}")
+        if not self.kld_target > 0:
+            raise ValueError(f"kld_target must be > 0 (log10 is undefined otherwise), got {self.kld_target}")
+        if not self.kl_init > 0 or not self.kl_lr > 0 or not self.lr > 0:
+            raise ValueError(f"kl_init, kl_lr and lr must be > 0, got {self.kl_init}, {self.kl_lr}, {self.lr}")
+        if self.kl_mode not in ("geometric", "arithmetic"):
+            raise ValueError(f"kl_mode must be 'geometric' or 'arithmetic', got {self.kl_mode!r}")
+
+
+class Habitizer:
+    """Holds the model, the adaptive KL weight and the optimisers; :meth:`step` does one update of all three."""
+
+    def __init__(self, *, model: Synergy, config: HabitizeConfig) -> None:
+        self.model, self.config = model, config
+        self.kl_weight = AdaptiveKLWeight(target=config.kld_target, init=config.kl_init, mode=config.kl_mode)
+        self.opt_habit = torch.optim.Adam(model.habit_parameters(), lr=config.lr, foreach=True)
+        self.opt_critic = torch.optim.Adam(model.critic.parameters(), lr=config.lr, foreach=True)
+        self.opt_kl = torch.optim.Adam(self.kl_weight.parameters(), lr=config.kl_lr, foreach=True)
+        self.sched = [torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=config.steps)
+                      for o in (self.opt_habit, self.opt_critic)]
+
+    def step(self, s: torch.Tensor, a_i: torch.Tensor, q_i: torch.Tensor, a_star: torch.Tensor) -> dict[str, float]:
+        """One update; ``s (B, obs)``, ``a_i (B, act)``, ``q_i (B,)``, ``a_star (B, act)``."""
+        m, c = self.model, self.config
+        m.train()
+        # habitual critic on posterior latents of the stored candidates (encoders frozen for this loss)
+        with torch.no_grad():
+            mu_c, sig_c = m.encode_posterior(s, a_i)
+            z_c = mu_c + sig_c * torch.randn_like(mu_c)
+        critic_loss = (((m.critic(z_c, a_i) - q_i) / m.critic.q_std) ** 2).mean()  # standardised units
+        self.opt_critic.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        self.opt_critic.step()
+        # habit: reconstruction of a* + adaptive KL (+ optional Q term)
+        mu_q, sig_q = m.encode_posterior(s, a_star)
+        z = mu_q + sig_q * torch.randn_like(mu_q)
+        mu_p, sig_p = m.encode_prior(s)
+        a_hat = m.decode(z, s)
+        recon = ((a_hat - a_star) ** 2).mean(-1)  # (B,)
+        kl = gaussian_kl(mu_q, sig_q, mu_p, sig_p)  # (B,)
+        loss = (recon + self.kl_weight.eta * kl).mean()
+        if c.eta != 0.0:
+            loss = loss - c.eta * m.critic(z, a_hat).mean()
+        self.opt_habit.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt_habit.step()
+        m.critic.zero_grad(set_to_none=True)  # the Q term must not move the critic
+        # dual update of log eta_KL
+        kl_loss = self.kl_weight.loss(kl)
+        self.opt_kl.zero_grad(set_to_none=True)
+        kl_loss.backward()
+        self.opt_kl.step()
+        for sch in self.sched:
+            sch.step()
+        kd = kl.detach()
+        return {"recon": float(recon.mean()), "kl_mean": float(kd.mean()),
+                "kl_geomean": float(10 ** torch.log10(kd.clamp(min=1e-12)).mean()),
+                "eta_kl": float(self.kl_weight.eta), "critic_loss": float(critic_loss)}
+
+
+def habitize(teacher: dict[str, np.ndarray], *, habi: HabiConfig, config: HabitizeConfig, seed: int = 0,
+             log: Any = None, progress: bool = True) -> tuple[Synergy, list[dict[str, float]]]:
+    """Train the habitual model on the teacher rows of :func:`habi.teacher.generate_goal_directed_behavior`.
+
+    Returns the model and the logged trajectory (every ``steps // 50`` steps: recon, KL means, η_KL, critic loss).
+    """
+    from tqdm.auto import tqdm
+
+    for k in ("states", "candidates", "values", "best_actions"):
+        if k not in teacher:
+            raise ValueError(f"teacher data: missing key {k!r}")
+        if not np.all(np.isfinite(teacher[k])):
+            raise ValueError(f"teacher data: {k!r} contains NaN/inf")
+    if len(teacher["states"]) == 0:
+        raise ValueError("teacher data is empty")
+    if teacher["states"].shape[1] != habi.obs_dim or teacher["best_actions"].shape[1] != habi.act_dim:
+        raise ValueError(f"teacher data sizes (obs {teacher['states'].shape[1]}, act "
+                         f"{teacher['best_actions'].shape[1]}) do not match the habi config "
+                         f"(obs {habi.obs_dim}, act {habi.act_dim})")
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    S, A = torch.from_numpy(teacher["states"]), torch.from_numpy(teacher["candidates"])
+    Q, B = torch.from_numpy(teacher["values"]).float(), torch.from_numpy(teacher["best_actions"])
+    model = Synergy(habi)
+    with torch.no_grad():
+        model.critic.q_mean.fill_(float(Q.mean()))
+        model.critic.q_std.fill_(max(float(Q.std()), 1e-6))
+    trainer = Habitizer(model=model, config=config)
+    hist: list[dict[str, float]] = []
+    every = max(1, config.steps // 50)
+    t0 = time.perf_counter()
+    for step in tqdm(range(1, config.steps + 1), desc="habitize", disable=not progress, mininterval=2.0):
+        idx = torch.from_numpy(rng.integers(0, len(S), size=config.batch_size))
+        out = trainer.step(S[idx], A[idx], Q[idx], B[idx])
+        if step % every == 0 or step == config.steps:
+            out = {"step": step, **out, "seconds": round(time.perf_counter() - t0, 2)}
+            hist.append(out)
+            if log is not None:
+                log(step, stage="habitize", **{k: v for k, v in out.items() if k != "step"})
+    model.eval()
+    return model, hist
+
+
+def log10_gap(kl: float, target: float) -> float:
+    """``|log10 KL - log10 target|`` (decades from the target)."""
+    return abs(math.log10(max(kl, 1e-12)) - math.log10(target))
+
+
+def freeze(module: nn.Module) -> nn.Module:
+    for p in module.parameters():
+        p.requires_grad_(False)
+    return module.eval()

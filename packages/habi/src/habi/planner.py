@@ -1,0 +1,255 @@
+"""The goal-directed teacher: a Diffusion-QL planner (DDPM actor + twin-Q critic, best-of-N by Q).
+
+Training (Wang et al. 2023, Diffusion-QL), per minibatch ``(s, a, r, s', d)``::
+
+    L_critic = Σ_k ‖Q_k(s, a) - y‖²,   y = r + γ (1 - d) min_k Q'_k(s', a'),  a' ~ π_ema(·|s')
+    L_actor  = L_BC-diffusion(a | s) + η · ( -Q_1(s, a_π) / mean|Q_2(s, a_π)| ),   a_π ~ π_θ(·|s) (reparameterised)
+
+Decision (Habi's planner, ``planner_num_candidates = 50``, temperature 0.5): sample N candidates
+``a_1..a_N ~ π(·|s)`` and return ``argmax_i q_min(s, a_i)`` of the online critic. This argmax rule is the one that
+generates the habit's targets, so it is the default for the planner baseline too (audit note). The official
+planner's own evaluation instead draws one candidate from ``softmax(w · Q_target)``; ``decision="softmax"`` with
+``weight_temperature=w`` selects that rule.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from torch import nn
+
+from habi.data import GaussianNormalizer, qlearning_dataset
+from habi.diffusion import DDPM
+from habi.nets import TwinQ
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    """Architecture and decision rule of the diffusion planner."""
+
+    obs_dim: int
+    act_dim: int
+    hidden: int = 256
+    """Width of the noise MLP (3 hidden layers, Mish) and of the twin critic."""
+    steps: int = 5
+    """DDPM denoising steps T."""
+    schedule: Literal["vp", "cosine"] = "vp"
+    """Noise schedule: Diffusion-QL's 'vp' (default) or 'cosine' (closer to the official CleanDiffuser default)."""
+    num_candidates: int = 50
+    """Candidates per decision (best-of-N by Q)."""
+    temperature: float = 0.5
+    """Scale of the initial noise x_T."""
+    temperature_all_steps: bool = False
+    """Also scale the noise of every intermediate step (official: only x_T)."""
+    decision: Literal["argmax", "softmax"] = "argmax"
+    """'argmax' of the online critic's q_min (default) or a draw from softmax(weight_temperature · Q_target)."""
+    weight_temperature: float = 100.0
+    """Softmax sharpness for decision='softmax' (official per-task values 8-300)."""
+
+    def __post_init__(self) -> None:
+        check_planner_config(self)
+
+
+def check_planner_config(c: PlannerConfig) -> None:
+    for name in ("obs_dim", "act_dim", "hidden", "steps", "num_candidates"):
+        if getattr(c, name) < 1:
+            what = "diffusion steps" if name == "steps" else name
+            raise ValueError(f"planner {name} ({what}) must be >= 1, got {getattr(c, name)}")
+    if c.temperature <= 0:
+        raise ValueError(f"planner temperature must be > 0, got {c.temperature}")
+    if c.decision not in ("argmax", "softmax"):
+        raise ValueError(f"planner decision must be 'argmax' or 'softmax', got {c.decision!r}")
+    if c.schedule not in ("vp", "cosine"):
+        raise ValueError(f"planner schedule must be 'vp' or 'cosine', got {c.schedule!r}")
+
+
+class PlannerNets(nn.Module):
+    """All planner weights: actor, its EMA (used to act), critic and target critic."""
+
+    def __init__(self, cfg: PlannerConfig) -> None:
+        super().__init__()
+        kw = dict(obs_dim=cfg.obs_dim, act_dim=cfg.act_dim, steps=cfg.steps, hidden=cfg.hidden, schedule=cfg.schedule)
+        self.actor = DDPM(**kw)
+        self.ema_actor = DDPM(**kw)
+        self.critic = TwinQ(obs_dim=cfg.obs_dim, act_dim=cfg.act_dim, hidden=cfg.hidden)
+        self.critic_target = TwinQ(obs_dim=cfg.obs_dim, act_dim=cfg.act_dim, hidden=cfg.hidden)
+        self.ema_actor.load_state_dict(self.actor.state_dict())
+        self.critic_target.load_state_dict(self.critic.state_dict())
+        for p in list(self.ema_actor.parameters()) + list(self.critic_target.parameters()):
+            p.requires_grad_(False)
+
+
+class DiffusionPlanner:
+    """Frozen Diffusion-QL planner: ``act(observation) -> action`` (one raw observation, numpy in/out).
+
+    ``candidates(s)`` exposes the best-of-N machinery used to generate Habi's goal-directed behaviour.
+    """
+
+    def __init__(self, *, config: PlannerConfig, nets: PlannerNets, normalizer: GaussianNormalizer) -> None:
+        self.config, self.nets, self.normalizer = config, nets, normalizer
+        self.nets.eval()
+
+    # ----------------------------------------------------------------- scoring
+    @torch.no_grad()
+    def q_min(self, s: torch.Tensor, a: torch.Tensor, *, target: bool = False) -> torch.Tensor:
+        """``min(Q_1, Q_2)`` of the online (or target) critic; ``s (B, obs), a (B, act) -> (B,)`` (s normalised)."""
+        return (self.nets.critic_target if target else self.nets.critic).q_min(s, a)
+
+    @torch.no_grad()
+    def candidates(self, s: torch.Tensor, *, n: int | None = None, target: bool = False
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sample ``n`` candidates per state and their values; ``s (B, obs)`` normalised ->
+        ``actions (B, n, act_dim)``, ``q (B, n)``."""
+        c = self.config
+        n = c.num_candidates if n is None else n
+        if n < 1:
+            raise ValueError(f"num_candidates must be >= 1, got {n}")
+        b = s.shape[0]
+        s_rep = s.repeat_interleave(n, dim=0)  # (B·n, obs)
+        a = self.nets.ema_actor.sample(s_rep, temperature=c.temperature, temperature_all_steps=c.temperature_all_steps)
+        q = self.q_min(s_rep, a, target=target)
+        return a.reshape(b, n, c.act_dim), q.reshape(b, n)  # (B·n, ·) -> (B, n, ·)
+
+    @torch.no_grad()
+    def act_normalized(self, s: torch.Tensor) -> torch.Tensor:
+        """Decision for normalised states ``s (B, obs) -> (B, act_dim)``."""
+        c = self.config
+        a, q = self.candidates(s, target=c.decision == "softmax")
+        if c.decision == "argmax":
+            idx = q.argmax(dim=1)
+        else:
+            idx = torch.multinomial(torch.softmax(c.weight_temperature * q, dim=1), 1).squeeze(1)
+        return a[torch.arange(a.shape[0]), idx]
+
+    def act_batch(self, observations: np.ndarray) -> np.ndarray:
+        """Raw observations ``(B, obs_dim)`` -> actions ``(B, act_dim)`` in [-1, 1]."""
+        obs = np.asarray(observations, dtype=np.float32)
+        if obs.ndim != 2 or obs.shape[1] != self.config.obs_dim:
+            raise ValueError(f"observations must have shape (B, {self.config.obs_dim}), got {obs.shape}")
+        with torch.no_grad():
+            return self.act_normalized(torch.from_numpy(self.normalizer(obs))).numpy()
+
+    def act(self, observation: np.ndarray) -> np.ndarray:
+        """One raw observation ``(obs_dim,)`` -> one action ``(act_dim,)``."""
+        obs = np.asarray(observation, dtype=np.float32)
+        if obs.shape != (self.config.obs_dim,):
+            raise ValueError(f"observation must have shape ({self.config.obs_dim},), got {obs.shape}")
+        return self.act_batch(obs[None])[0]
+
+    # ----------------------------------------------------------------- persistence
+    def save(self, path: str | Path) -> Path:
+        from icml25.checkpoint import save_model
+
+        return save_model(path, self.nets, {"kind": "habi.DiffusionPlanner", "planner": asdict(self.config),
+                                            "normalizer": self.normalizer.to_dict()})
+
+    @classmethod
+    def from_pretrained(cls, run_dir: str | Path, **overrides: Any) -> DiffusionPlanner:
+        """Load a planner saved by ``habi train-planner`` (``run_dir`` or ``run_dir/planner``).
+
+        ``overrides`` replace decision-time fields of the config (e.g. ``num_candidates``, ``decision``)."""
+        from icml25.checkpoint import CheckpointError, load_config, load_model
+
+        path = Path(run_dir)
+        if (path / "planner").is_dir():
+            path = path / "planner"
+        meta = load_config(path)
+        if meta.get("kind") != "habi.DiffusionPlanner":
+            raise CheckpointError(f"{str(path)!r} is not a habi planner checkpoint (kind={meta.get('kind')!r})")
+        cfg = PlannerConfig(**{**meta["planner"], **overrides})
+        arch = PlannerConfig(**meta["planner"])
+        nets = load_model(path, lambda _m: PlannerNets(arch))
+        return cls(config=cfg, nets=nets, normalizer=GaussianNormalizer.from_dict(meta["normalizer"]))
+
+
+@dataclass(frozen=True)
+class PlannerTrainConfig:
+    """Diffusion-QL training hyper-parameters."""
+
+    steps: int = 5000
+    """Gradient steps."""
+    batch_size: int = 256
+    lr: float = 3e-4
+    gamma: float = 0.99
+    eta: float = 1.0
+    """Weight of the Q term in the actor loss (Diffusion-QL η)."""
+    tau: float = 0.005
+    """Soft-update rate of the target critic and the EMA actor."""
+    grad_clip: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.batch_size < 1:
+            raise ValueError(f"planner training steps and batch_size must be >= 1, got {self.steps}, {self.batch_size}")
+        if self.lr <= 0:
+            raise ValueError(f"planner lr must be > 0, got {self.lr}")
+
+
+def _soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
+    with torch.no_grad():
+        for pt, ps in zip(target.parameters(), source.parameters(), strict=True):
+            pt.lerp_(ps, tau)
+
+
+def train_planner(data: dict[str, np.ndarray], *, config: PlannerConfig, train: PlannerTrainConfig,
+                  seed: int = 0, log: Any = None, progress: bool = True) -> DiffusionPlanner:
+    """Train a Diffusion-QL planner on a D4RL-layout data set; returns the frozen :class:`DiffusionPlanner`.
+
+    ``log(step, **metrics)`` (e.g. ``RunDir.log``) receives losses every ``steps // 20`` steps.
+    """
+    from tqdm.auto import tqdm
+
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    q = qlearning_dataset(data)
+    if q["observations"].shape[1] != config.obs_dim or q["actions"].shape[1] != config.act_dim:
+        raise ValueError(f"data sizes (obs {q['observations'].shape[1]}, act {q['actions'].shape[1]}) do not match "
+                         f"the planner config (obs {config.obs_dim}, act {config.act_dim})")
+    norm = GaussianNormalizer.fit(q["observations"])
+    S, A = torch.from_numpy(norm(q["observations"])), torch.from_numpy(q["actions"])
+    S2, R = torch.from_numpy(norm(q["next_observations"])), torch.from_numpy(q["rewards"])
+    D = torch.from_numpy(q["terminals"])
+    nets = PlannerNets(config)
+    nets.train()
+    opt_a = torch.optim.Adam(nets.actor.parameters(), lr=train.lr, foreach=True)
+    opt_c = torch.optim.Adam(nets.critic.parameters(), lr=train.lr, foreach=True)
+    n = S.shape[0]
+    every = max(1, train.steps // 20)
+    t0 = time.perf_counter()
+    for step in tqdm(range(1, train.steps + 1), desc="train planner", disable=not progress, mininterval=2.0):
+        idx = torch.from_numpy(rng.integers(0, n, size=train.batch_size))
+        s, a, r, s2, d = S[idx], A[idx], R[idx], S2[idx], D[idx]
+        # critic: TD with the EMA actor's next action and the target twin critic
+        with torch.no_grad():
+            a2 = nets.ema_actor.sample(s2)
+            y = r + train.gamma * (1.0 - d) * nets.critic_target.q_min(s2, a2)
+        q1, q2 = nets.critic(s, a)
+        critic_loss = ((q1 - y) ** 2).mean() + ((q2 - y) ** 2).mean()
+        opt_c.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        nn.utils.clip_grad_norm_(nets.critic.parameters(), train.grad_clip)
+        opt_c.step()
+        # actor: diffusion BC + eta * normalised Q
+        bc = nets.actor.loss(a, s)
+        a_pi = nets.actor.sample(s)
+        for p in nets.critic.parameters():
+            p.requires_grad_(False)
+        q1p, q2p = nets.critic(s, a_pi)
+        for p in nets.critic.parameters():
+            p.requires_grad_(True)
+        q_loss = -q1p.mean() / q2p.abs().mean().detach().clamp(min=1e-6)
+        actor_loss = bc + train.eta * q_loss
+        opt_a.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        nn.utils.clip_grad_norm_(nets.actor.parameters(), train.grad_clip)
+        opt_a.step()
+        _soft_update(nets.critic_target, nets.critic, train.tau)
+        _soft_update(nets.ema_actor, nets.actor, train.tau)
+        if log is not None and (step % every == 0 or step == train.steps):
+            log(step, stage="planner", critic_loss=float(critic_loss), bc_loss=float(bc), q_loss=float(q_loss),
+                q_mean=float(q1.mean()), seconds=round(time.perf_counter() - t0, 2))
+    return DiffusionPlanner(config=config, nets=nets, normalizer=norm)

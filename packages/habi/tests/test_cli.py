@@ -1,0 +1,36 @@
+"""CLI: --help, python -m, bad input exits 2 with a named error, registry import stays light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from habi.cli import main
+from habi.registry import METHOD
+from icml25.testing import run_cli
+
+
+def test_registered_name():
+    assert METHOD.name == "habi" and METHOD.cli == "habi"
+
+
+def test_help_lists_subcommands():
+    r = run_cli(main, ["--help"])
+    assert r.returncode == 0
+    for cmd in ("make-data", "train-planner", "habitize", "evaluate", "reproduce"):
+        assert cmd in r.stdout
+
+
+def test_python_dash_m_and_light_registry():
+    out = subprocess.run([sys.executable, "-c", "import sys, habi.registry, habi; print('torch' in sys.modules)"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    r = subprocess.run([sys.executable, "-m", "habi", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "habitize" in r.stdout
+
+
+def test_bad_input_is_a_clear_error(tmp_path):
+    r = run_cli(main, ["train-planner", "--data", str(tmp_path / "missing.hdf5"), "--out", str(tmp_path / "o")])
+    assert r.returncode == 2 and "does not exist" in r.stderr
+    r = run_cli(main, ["habitize", "--planner", str(tmp_path), "--num-candidates", "0", "--out", str(tmp_path / "h")])
+    assert r.returncode == 2 and "num_candidates" in r.stderr

@@ -1,5 +1,0 @@
-from habi.registry import METHOD
-
-
-def test_registered_name():
-    assert METHOD.name == "habi"
