@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from lift.errors import LiftConfigError, MaskError
 from lift.masks import (
     MaskType,

@@ -6,11 +6,10 @@ import copy
 
 import pytest
 import torch
-from torch import nn
-
 from lift.errors import LiftConfigError, MaskError
 from lift.masks import principal_mask
 from lift.optim import SparseAdamW
+from torch import nn
 
 
 def _net(seed=0):

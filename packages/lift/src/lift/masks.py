@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import torch
@@ -50,7 +50,7 @@ __all__ = [
 AUTO_RANDOMIZED_MIN_DIM = 1024
 
 
-class MaskType(str, Enum):
+class MaskType(StrEnum):
     """Which entries of a weight matrix are trainable."""
 
     PRINCIPAL = "principal"
@@ -73,7 +73,7 @@ class MaskType(str, Enum):
             raise LiftConfigError(f"mask_type must be one of {allowed}; got {value!r}") from None
 
 
-class Selection(str, Enum):
+class Selection(StrEnum):
     """Keep the entries with the largest (paper) or the smallest (released official scripts) scores."""
 
     LARGEST = "largest"
@@ -89,7 +89,7 @@ class Selection(str, Enum):
             raise LiftConfigError(f"selection must be 'largest' or 'smallest'; got {value!r}") from None
 
 
-class SVDMethod(str, Enum):
+class SVDMethod(StrEnum):
     """How the rank-r_f approximation is computed."""
 
     AUTO = "auto"

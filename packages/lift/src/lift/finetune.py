@@ -1,0 +1,228 @@
+"""Supervised fine-tuning with LIFT and the baselines of the paper, on one training loop.
+
+Methods (:data:`METHODS`), all at the same parameter budget ``k = (m + n) r_b`` per weight matrix where sparse:
+
+=================  ==================================================================================================
+``full_ft``        every parameter, ``torch.optim.AdamW``
+``lora``           peft LoRA on every linear layer but ``lm_head`` (r = r_b, alpha = 2 r_b), AdamW
+``lift``           :class:`~lift.optim.SparseAdamW`, principal-weight mask, recomputed every ``update_interval``
+``lift_static``    peft SHiRA with the principal-weight mask as its custom ``mask_fn`` (static), AdamW
+``lift_smallest``  as ``lift`` but the *smallest* low-rank entries (what the released official scripts select)
+``magnitude``      SparseAdamW with the ``|W|`` mask (no rank reduction), same schedule
+``random``         peft SHiRA with its random mask (static), AdamW
+=================  ==================================================================================================
+
+:func:`finetune` trains answer-token cross-entropy (prompt labels ``-100``) with gradient accumulation and a linear
+schedule with warm-up (``transformers.get_linear_schedule_with_warmup``), timing each optimizer step.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from lift.errors import LiftConfigError
+from lift.masks import MaskType, Selection, shira_mask_fn
+from lift.optim import SparseAdamW, select_linear_weights
+
+__all__ = ["METHODS", "MethodConfig", "SetUp", "setup_method", "finetune", "state_floats", "trainable_count",
+           "live_training_bytes"]
+
+METHODS = ("full_ft", "lora", "lift", "lift_static", "lift_smallest", "magnitude", "random")
+
+DEFAULT_LRS = {"full_ft": 1e-3, "lora": 3e-3, "lift": 3e-3, "lift_static": 3e-3, "lift_smallest": 3e-3,
+               "magnitude": 3e-3, "random": 3e-3}
+
+
+@dataclass(frozen=True)
+class MethodConfig:
+    """Hyper-parameters shared by all methods (the per-method learning rates in ``lrs``)."""
+
+    budget_rank: int = 4
+    """r_b: LoRA rank, and k = (m+n) r_b trainable entries per matrix for the sparse methods."""
+    filter_rank: int = 8
+    """r_f: rank of LIFT's low-rank filter."""
+    update_interval: int = 25
+    """LIFT mask refresh period in optimizer steps."""
+    betas: tuple[float, float] = (0.9, 0.95)
+    """AdamW betas of every method (the official training script uses (0.9, 0.95))."""
+    eps: float = 1e-8
+    """AdamW eps of every method."""
+    weight_decay: float = 0.0
+    """Decoupled weight decay of every method (0 in all official configs)."""
+    lrs: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_LRS))
+    """Learning rate per method."""
+    seed: int = 0
+    """Seed for random masks and randomized SVDs."""
+
+
+@dataclass
+class SetUp:
+    """A model ready to train: the (possibly peft-wrapped) model, its optimizer and bookkeeping."""
+
+    name: str
+    model: Any
+    optimizer: torch.optim.Optimizer
+    info: dict[str, Any]
+
+
+def _linear_suffixes(model: nn.Module) -> list[str]:
+    return sorted({n.rsplit(".", 1)[0].split(".")[-1] for n, _ in select_linear_weights(model)})
+
+
+def setup_method(name: str, model: nn.Module, cfg: MethodConfig) -> SetUp:
+    """Prepare ``model`` (modified in place / wrapped) and its optimizer for method ``name``."""
+    if name not in METHODS:
+        raise LiftConfigError(f"method must be one of {', '.join(METHODS)}; got {name!r}")
+    lr = float(cfg.lrs.get(name, DEFAULT_LRS[name]))
+    adam_kw = dict(lr=lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
+    if name == "full_ft":
+        for p in model.parameters():
+            p.requires_grad_(True)
+        opt = torch.optim.AdamW(model.parameters(), **adam_kw)
+        return SetUp(name, model, opt, {"lr": lr})
+    if name in ("lift", "lift_smallest", "magnitude"):
+        opt = SparseAdamW(
+            model, filter_rank=cfg.filter_rank, budget_rank=cfg.budget_rank, update_interval=cfg.update_interval,
+            mask_type=MaskType.MAGNITUDE if name == "magnitude" else MaskType.PRINCIPAL,
+            selection=Selection.SMALLEST if name == "lift_smallest" else Selection.LARGEST, seed=cfg.seed,
+            **adam_kw)
+        return SetUp(name, model, opt, {"lr": lr})
+    from peft import get_peft_model
+
+    if name == "lora":
+        from peft import LoraConfig
+
+        pcfg = LoraConfig(r=cfg.budget_rank, lora_alpha=2 * cfg.budget_rank, lora_dropout=0.0,
+                          target_modules=_linear_suffixes(model), bias="none")
+    else:
+        from peft import ShiraConfig
+
+        if name == "lift_static":
+            pcfg = ShiraConfig(r=cfg.budget_rank, target_modules=_linear_suffixes(model), mask_type="lift_principal")
+            pcfg.mask_fn = shira_mask_fn(filter_rank=cfg.filter_rank, seed=cfg.seed)
+        else:
+            pcfg = ShiraConfig(r=cfg.budget_rank, target_modules=_linear_suffixes(model), mask_type="random",
+                               random_seed=cfg.seed)
+    pmodel = get_peft_model(model, pcfg)
+    opt = torch.optim.AdamW([p for p in pmodel.parameters() if p.requires_grad], **adam_kw)
+    return SetUp(name, pmodel, opt, {"lr": lr})
+
+
+def state_floats(optimizer: torch.optim.Optimizer) -> int:
+    """Floats held in the optimizer's moment tensors right now (``exp_avg`` + ``exp_avg_sq``), counted from state."""
+    total = 0
+    for st in optimizer.state.values():
+        for key in ("exp_avg", "exp_avg_sq"):
+            v = st.get(key) if isinstance(st, dict) else None
+            if isinstance(v, torch.Tensor):
+                total += v.numel()
+    return total
+
+
+def trainable_count(setup: SetUp) -> int:
+    """Entries the method can change: k per matrix for SparseAdamW, else the numel of ``requires_grad`` params."""
+    if isinstance(setup.optimizer, SparseAdamW):
+        return setup.optimizer.trainable_entries()
+    return sum(p.numel() for p in setup.model.parameters() if p.requires_grad)
+
+
+def live_training_bytes(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, int]:
+    """Bytes of the live training state: parameters, gradients and optimizer state tensors (measured, not modelled)."""
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    grads = sum(p.grad.numel() * p.grad.element_size() for p in model.parameters() if p.grad is not None)
+    opt = 0
+    for st in optimizer.state.values():
+        if isinstance(st, dict):
+            for v in st.values():
+                if isinstance(v, torch.Tensor):
+                    opt += v.numel() * v.element_size()
+    return {"params": params, "grads": grads, "optimizer": opt, "total": params + grads + opt}
+
+
+def finetune(model: Any, tokenizer: Any, examples: Sequence[Any], *, optimizer: torch.optim.Optimizer, steps: int,
+             batch_size: int = 64, grad_accum: int = 1, warmup_ratio: float = 0.03, seed: int = 0,
+             progress: bool = False, desc: str = "finetune") -> dict[str, Any]:
+    """``steps`` optimizer steps of SFT on ``examples`` (``Example(prompt, answer)``), ``grad_accum`` micro-batches
+    of ``batch_size`` each; linear LR decay with ``warmup_ratio`` warm-up.
+
+    Returns ``{"losses": [per optimizer step], "seconds": training wall time, "step_seconds": median step time,
+    "memory": live_training_bytes after the last backward, "peak_cuda_bytes": or None}``.
+    """
+    from icml25.testbeds.lm import encode_examples
+    from transformers import get_linear_schedule_with_warmup
+
+    for fname, value, low in (("steps", steps, 1), ("batch_size", batch_size, 1), ("grad_accum", grad_accum, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise LiftConfigError(f"{fname} must be an int >= {low}; got {value!r}")
+    if not 0.0 <= warmup_ratio < 1.0:
+        raise LiftConfigError(f"warmup_ratio must be in [0, 1); got {warmup_ratio!r}")
+    limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    data = encode_examples(tokenizer, examples, max_length=limit)  # input_ids/attention_mask/labels (N, T)
+    lengths = data["attention_mask"].sum(1)
+    device = next(model.parameters()).device
+    sched = get_linear_schedule_with_warmup(optimizer, int(math.ceil(warmup_ratio * steps)), steps)
+    gen = torch.Generator().manual_seed(seed)
+    n = len(examples)
+    perm, pos = torch.randperm(n, generator=gen), 0
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+    losses: list[float] = []
+    step_times: list[float] = []
+    memory: dict[str, int] = {}
+    model.train()
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=steps, desc=desc, leave=False)
+    t_start = time.perf_counter()
+    for step in range(steps):
+        t0 = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        total = 0.0
+        for _ in range(grad_accum):
+            if pos + batch_size > n:
+                perm, pos = torch.randperm(n, generator=gen), 0
+            idx = perm[pos: pos + batch_size]
+            pos += batch_size
+            T = int(lengths[idx].max())
+            batch = {k: v[idx, :T].to(device) for k, v in data.items()}  # (B, T) each
+            loss = model(**batch).loss / grad_accum
+            loss.backward()
+            total += float(loss.detach())
+        if step == steps - 1:
+            memory = live_training_bytes(model, optimizer)
+        optimizer.step()
+        sched.step()
+        if cuda:
+            torch.cuda.synchronize(device)
+        step_times.append(time.perf_counter() - t0)
+        if not math.isfinite(total):
+            raise FloatingPointError(f"loss became {total} at step {step}; lower the learning rate")
+        losses.append(total)
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{total:.3f}")
+    seconds = time.perf_counter() - t_start
+    if bar is not None:
+        bar.close()
+    model.eval()
+    memory = {**memory, "optimizer": live_training_bytes(model, optimizer)["optimizer"]}
+    step_sorted = sorted(step_times)
+    return {
+        "losses": losses,
+        "seconds": seconds,
+        "step_seconds": step_sorted[len(step_sorted) // 2],
+        "mean_step_seconds": seconds / steps,
+        "memory": memory,
+        "peak_cuda_bytes": int(torch.cuda.max_memory_allocated(device)) if cuda else None,
+    }

@@ -1,0 +1,100 @@
+"""LIFT on a transformers causal LM: plain loop, transformers.Trainer, save/load, CLI, peft baselines."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from icml25.testbeds.lm import build_tiny_lm, build_tokenizer, encode_examples, make_examples
+from icml25.testing import run_cli
+from lift.cli import main
+from lift.finetune import METHODS, MethodConfig, finetune, setup_method, state_floats, trainable_count
+from lift.models import ModelLoadError, load_model, save_model
+from lift.optim import SparseAdamW
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_tokenizer()
+
+
+def _tiny(tok, seed=0):
+    return build_tiny_lm(tok, hidden_size=32, num_layers=1, seed=seed)
+
+
+def test_only_attention_and_mlp_linears_are_trained(tok):
+    model = _tiny(tok)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = SparseAdamW(model, lr=1e-2, filter_rank=2, budget_rank=1, update_interval=2)
+    names = set(opt.param_names.values())
+    assert all(n.split(".")[-2] in {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+               for n in names) and len(names) == 7
+    finetune(model, tok, make_examples("add", 32, seed=0), optimizer=opt, steps=3, batch_size=8)
+    changed = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
+    assert changed == names  # embeddings, lm_head and norms untouched
+
+
+def test_trainer_with_gradient_accumulation_updates_masks_on_schedule(tok, tmp_path):
+    from transformers import Trainer, TrainingArguments
+
+    model = _tiny(tok)
+    emb0 = model.get_input_embeddings().weight.detach().clone()
+    opt = SparseAdamW(model, lr=1e-2, filter_rank=2, budget_rank=1, update_interval=3)
+    enc = encode_examples(tok, make_examples("add", 48, seed=1))
+    rows = [{k: v[i] for k, v in enc.items()} for i in range(48)]
+    args = TrainingArguments(output_dir=str(tmp_path), max_steps=7, per_device_train_batch_size=4,
+                             gradient_accumulation_steps=3, use_cpu=True, report_to="none", save_strategy="no",
+                             logging_strategy="no", disable_tqdm=True, dataloader_num_workers=0)
+    Trainer(model=model, args=args, train_dataset=rows, optimizers=(opt, None)).train()
+    assert opt.mask_update_steps == [3, 6]  # optimizer steps, not the 21 micro-batches
+    assert all(opt.state[p]["step"] == 7 for p in opt.param_groups[0]["params"])
+    assert torch.equal(model.get_input_embeddings().weight, emb0)
+
+
+def test_save_and_load_round_trip(tok, tmp_path):
+    model = _tiny(tok)
+    opt = SparseAdamW(model, lr=1e-2, filter_rank=2, budget_rank=1, update_interval=2)
+    finetune(model, tok, make_examples("add", 16, seed=0), optimizer=opt, steps=2, batch_size=8)
+    save_model(tmp_path / "m", model, tok)
+    loaded, tok2 = load_model(str(tmp_path / "m"))
+    assert type(tok2).__name__ == "CharTokenizerFast"
+    for (n, p), (_, q) in zip(model.state_dict().items(), loaded.state_dict().items()):
+        assert torch.equal(p, q), n
+
+
+def test_missing_model_folder_is_a_clear_error():
+    with pytest.raises(ModelLoadError, match="does not exist"):
+        load_model("./no/such/model")
+
+
+def test_baselines_share_the_budget(tok):
+    cfg = MethodConfig(budget_rank=2, filter_rank=2, update_interval=2)
+    counts, states = {}, {}
+    for name in METHODS:
+        su = setup_method(name, _tiny(tok), cfg)
+        finetune(su.model, tok, make_examples("add", 16, seed=0), optimizer=su.optimizer, steps=1, batch_size=8)
+        counts[name], states[name] = trainable_count(su), state_floats(su.optimizer)
+    k = counts["lift"]
+    assert counts["lift_static"] == counts["random"] == counts["magnitude"] == counts["lift_smallest"] == k
+    assert counts["lora"] == k  # LoRA: r (m + n) per linear layer
+    assert states["lift"] == 2 * k and states["full_ft"] == 2 * counts["full_ft"]
+
+
+def test_static_shira_mask_is_the_principal_mask(tok):
+    from lift.masks import principal_mask
+
+    model = _tiny(tok)
+    w = model.model.layers[0].self_attn.q_proj.weight.detach().clone()
+    su = setup_method("lift_static", model, MethodConfig(budget_rank=2, filter_rank=3))
+    layer = su.model.base_model.model.model.layers[0].self_attn.q_proj
+    idx = layer.shira_indices["default"]
+    got = torch.zeros_like(w, dtype=torch.bool)
+    got[idx[0].long(), idx[1].long()] = True
+    assert torch.equal(got, principal_mask(w, filter_rank=3, budget_rank=2))
+
+
+def test_cli_help_and_bad_input(capsys):
+    assert run_cli(main, ["--help"]).returncode == 0
+    r = run_cli(main, ["train", "--update-interval", "0", "--model", "./nope"])
+    assert r.returncode == 2 and "update_interval" in r.stderr
+    r = run_cli(main, ["train", "--model", "./nope"])
+    assert r.returncode == 2 and "does not exist" in r.stderr
