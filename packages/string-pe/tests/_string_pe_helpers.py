@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-
 from string_pe import CayleySTRING, CirculantSTRING, RoPEAxial, RoPEMixed
 
 VARIANTS = ["rope-axial", "rope-mixed", "cayley", "cayley-sparse", "circulant", "circulant-block"]

@@ -1,7 +1,6 @@
 """Cayley-STRING and Circulant-STRING specifics (float64)."""
 
 import torch
-
 from icml25.testing import assert_close64
 from string_pe import Attention, CayleySTRING, CirculantSTRING, RoPEMixed
 from string_pe.cayley import cayley_transform

@@ -3,7 +3,6 @@
 import pytest
 import torch
 from _string_pe_helpers import VARIANTS, build, relative_logits
-
 from icml25.testing import assert_close64
 
 

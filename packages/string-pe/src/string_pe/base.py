@@ -56,7 +56,8 @@ class PositionEncoding(nn.Module):
     """Base class: validates inputs, handles unrotated prefix tokens and exposes the dense STRING matrices.
 
     Subclasses implement ``_context(positions, dtype)`` (angles, P, ... for ``positions`` of shape
-    ``(B|1, N, d_c)``), ``_encode(z, ctx)`` (what ``forward`` applies to ``z`` of shape ``(B, H, N, d)``),
+    ``(B|1, N, d_c)``), ``_encode(z, ctx)`` (what ``forward`` applies to ``z`` of shape ``(..., B, H, N, d)``; q and k are encoded
+    in one call stacked on a leading axis),
     ``_string(z, ctx)`` (the STRING matrix ``R(r) z``; defaults to ``_encode``) and ``generators()``.
     """
 
@@ -135,11 +136,12 @@ class PositionEncoding(nn.Module):
         positions = self._check_positions(positions, q.shape[0], n_rot)
         cd = compute_dtype(torch.promote_types(q.dtype, positions.dtype))
         ctx = self._context(positions.to(cd), cd)
-        outs = []
-        for z in (q, k):
-            rot = self._encode(z[:, :, num_unrotated:].to(cd), ctx).to(z.dtype)
-            outs.append(torch.cat([z[:, :, :num_unrotated], rot], dim=2) if num_unrotated else rot)
-        return outs[0], outs[1]
+        qk = torch.stack((q[:, :, num_unrotated:], k[:, :, num_unrotated:])).to(cd)  # (2, B, H, N', d): one pass
+        rq, rk = self._encode(qk, ctx).to(q.dtype).unbind(0)
+        if num_unrotated:
+            rq = torch.cat([q[:, :, :num_unrotated], rq], dim=2)
+            rk = torch.cat([k[:, :, :num_unrotated], rk], dim=2)
+        return rq, rk
 
     def encode(self, z: Tensor, positions: Tensor) -> Tensor:
         """Encode a single tensor ``z`` of shape ``(B, H, N, d)`` (what ``forward`` applies to q and to k)."""

@@ -104,12 +104,12 @@ class CayleySTRING(PositionEncoding):
 
     def _encode(self, z: Tensor, ctx: tuple[Tensor, Tensor]) -> Tensor:
         angles, P = ctx
-        pz = torch.einsum("hij,bhnj->bhni", P, z)  # P z per head
+        pz = z @ P.transpose(-1, -2)  # (..., H, N, d) @ (H, d, d): P z per head, batched BLAS
         return rotate_pairs(pz, angles)
 
     def _string(self, z: Tensor, ctx: tuple[Tensor, Tensor]) -> Tensor:
         _, P = ctx
-        return torch.einsum("hji,bhnj->bhni", P, self._encode(z, ctx))  # Pᵀ RoPE(r) P z
+        return self._encode(z, ctx) @ P  # Pᵀ RoPE(r) P z per head
 
     def generators(self) -> Tensor:
         """``Pᵀ L_k P`` ``(H, d_c, d, d)`` with ``L_k`` the RoPE generators (Thm 3.4)."""

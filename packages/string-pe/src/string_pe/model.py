@@ -88,7 +88,9 @@ class ViT(nn.Module):
         dim, depth, num_heads, mlp_ratio: transformer width ``D``, layers, heads (head dim ``D/heads``), MLP ratio.
         pe: one of :data:`PE_CHOICES`.
         coord_dim: 2 (patch ``(col, row)``) or 3 (``(col, row, height)`` with height from a depth map).
-        pool: ``"cls"`` (CLS token, never rotated) or ``"mean"`` (mean over patch tokens).
+        pool: ``"cls"`` (a CLS token, never rotated, as in the paper's ViTs) or ``"mean"`` (no CLS token, mean over
+            patch tokens; with a rotary ``pe`` the logits are then exactly invariant to a global translation of the
+            coordinates, e.g. a constant depth offset in 3D).
         encoding_kwargs: extra keyword arguments for the rotary encodings.
 
     ``forward(images (B, C, H, W), depth (B, 1, H, W) | (B, H, W) | None) → logits (B, num_classes)``.
@@ -113,7 +115,7 @@ class ViT(nn.Module):
         self.grid = (h // p, w // p)
         self.coord_dim, self.pool = coord_dim, pool
         self.patch = nn.Conv2d(in_chans, dim, kernel_size=p, stride=p)
-        self.cls = nn.Parameter(torch.zeros(1, 1, dim))
+        self.cls = nn.Parameter(torch.zeros(1, 1, dim)) if pool == "cls" else None
         n = self.grid[0] * self.grid[1]
         rows, cols = torch.meshgrid(torch.arange(self.grid[0]), torch.arange(self.grid[1]), indexing="ij")
         grid_pos = torch.stack([cols.flatten(), rows.flatten()], dim=-1).float()  # (N, 2): x = idx % W, y = idx // W
@@ -157,10 +159,12 @@ class ViT(nn.Module):
             x = x + self.ape
             if self.ape_height is not None:
                 x = x + self.ape_height(pos[..., 2:])
+        if self.pool == "mean":  # no CLS token: every token is rotated, logits depend on r_j - r_i only
+            x = self.encoder(x, pos if self.pe in ENCODINGS else None)
+            return self.head(x.mean(dim=1))
         x = torch.cat([self.cls.expand(b, -1, -1), x], dim=1)  # (B, 1 + N, D)
         x = self.encoder(x, pos if self.pe in ENCODINGS else None, num_unrotated=1)
-        feat = x[:, 0] if self.pool == "cls" else x[:, 1:].mean(dim=1)
-        return self.head(feat)
+        return self.head(x[:, 0])
 
 
 class PointSetClassifier(nn.Module):

@@ -1,0 +1,92 @@
+"""Cost of each encoding relative to plain RoPE (paper Table 1: Cayley O(d³) training, Circulant O(d log d)).
+
+Measured per attention layer at head dim ``d`` (64 in the paper): (a) the encoding alone, forward and
+forward + backward, on ``q, k`` of shape ``(B, H, N, d)``; (b) a whole :class:`~string_pe.attention.Attention`
+layer, training step (forward + backward) and inference (no grad), including folded Cayley-STRING (``P`` merged
+into ``W_q, W_k``). Each number is the minimum over repeats of the wall time (robust to other processes).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import torch
+
+from string_pe.attention import Attention, make_encoding
+
+VARIANTS = ("rope-axial", "rope-mixed", "cayley", "circulant")
+
+
+def _best_time(fn: Callable[[], object], repeats: int, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        fn()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def benchmark(*, head_dim: int = 64, num_heads: int = 4, tokens: int = 256, batch: int = 8, coord_dim: int = 2,
+              repeats: int = 20, seed: int = 0) -> dict[str, dict[str, float]]:
+    """Seconds per call for every variant: ``{variant: {"enc_fwd", "enc_fwd_bwd", "layer_train", "layer_infer"}}``
+    plus ``"cayley-folded"`` (layer inference only, after ``Attention.fold_``)."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(batch, num_heads, tokens, head_dim, generator=g)
+    k = torch.randn(batch, num_heads, tokens, head_dim, generator=g)
+    pos = torch.rand(batch, tokens, coord_dim, generator=g) * 16
+    dim = head_dim * num_heads
+    x = torch.randn(batch, tokens, dim, generator=g)
+    out: dict[str, dict[str, float]] = {}
+    for name in VARIANTS:
+        torch.manual_seed(seed)
+        enc = make_encoding(name, head_dim=head_dim, coord_dim=coord_dim, num_heads=num_heads)
+        qg, kg = q.clone().requires_grad_(True), k.clone().requires_grad_(True)
+
+        def enc_fwd(enc=enc):
+            with torch.no_grad():
+                enc(q, k, pos)
+
+        def enc_fwd_bwd(enc=enc, qg=qg, kg=kg):
+            a, b = enc(qg, kg, pos)
+            (a.sum() + b.sum()).backward()
+
+        layer = Attention(dim=dim, num_heads=num_heads, encoding=name, coord_dim=coord_dim)
+
+        def layer_train(layer=layer):
+            layer(x, pos).sum().backward()
+
+        def layer_infer(layer=layer):
+            with torch.no_grad():
+                layer(x, pos)
+
+        out[name] = {"enc_fwd": _best_time(enc_fwd, repeats), "enc_fwd_bwd": _best_time(enc_fwd_bwd, repeats),
+                     "layer_train": _best_time(layer_train, repeats), "layer_infer": _best_time(layer_infer, repeats)}
+        if name == "cayley":
+            layer.fold_()
+
+            def folded_infer(layer=layer):
+                with torch.no_grad():
+                    layer(x, pos)
+
+            out["cayley-folded"] = {"layer_infer": _best_time(folded_infer, repeats)}
+    return out
+
+
+def parameter_cost_scaling(*, dims: tuple[int, ...] = (16, 32, 64, 128, 256), num_heads: int = 4, repeats: int = 10,
+                           seed: int = 0) -> dict[int, dict[str, float]]:
+    """Seconds per training step spent on the token-independent part of each STRING, fwd+bwd, vs head dim ``d``:
+    Cayley's ``P = solve(I + S, I − S)`` (O(d³), Table 1) and Circulant's rates ``2 Im rfft(c)`` (O(d log d))."""
+    from string_pe.cayley import CayleySTRING
+    from string_pe.circulant import CirculantSTRING
+
+    out: dict[int, dict[str, float]] = {}
+    for d in dims:
+        torch.manual_seed(seed)
+        cay = CayleySTRING(head_dim=d, num_heads=num_heads, s_init_std=0.1)
+        circ = CirculantSTRING(head_dim=d, num_heads=num_heads)
+        out[d] = {"cayley_P": _best_time(lambda cay=cay: cay.orthogonal().sum().backward(), repeats),
+                  "circulant_rates": _best_time(lambda circ=circ: circ.rates().sum().backward(), repeats)}
+    return out

@@ -1,0 +1,138 @@
+"""Bad inputs fail fast with clear errors; the CLI works."""
+
+import pytest
+import torch
+from icml25.testing import python_module, run_cli
+from string_pe import (
+    Attention,
+    CayleySTRING,
+    CirculantSTRING,
+    PointSetClassifier,
+    PositionEncodingError,
+    RoPEAxial,
+    RoPEMixed,
+    ViT,
+)
+from string_pe.cli import main
+from string_pe.data import make_shapes_2d, make_shapes_3d
+
+ALL = [RoPEAxial, RoPEMixed, CayleySTRING, CirculantSTRING]
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_bad_inputs(cls):
+    with pytest.raises(PositionEncodingError, match="head_dim must be even"):
+        cls(head_dim=7, coord_dim=2, num_heads=1)
+    with pytest.raises(PositionEncodingError, match="coord_dim"):
+        cls(head_dim=8, coord_dim=0, num_heads=1)
+    m = cls(head_dim=8, coord_dim=2, num_heads=2)
+    q, k, pos = torch.randn(1, 2, 3, 8), torch.randn(1, 2, 3, 8), torch.randn(1, 3, 2)
+    with pytest.raises(PositionEncodingError, match="coord_dim=2"):
+        m(q, k, torch.randn(1, 3, 3))
+    with pytest.raises(PositionEncodingError, match="finite"):
+        m(q, k, torch.tensor([[[0.0, float("nan")], [0, 0], [0, 0]]]))
+    with pytest.raises(PositionEncodingError, match="finite"):
+        m(q, k, torch.full((1, 3, 2), float("inf")))
+    with pytest.raises(PositionEncodingError, match="same shape"):
+        m(q, torch.randn(1, 2, 4, 8), pos)
+    with pytest.raises(PositionEncodingError, match="head_dim=8"):
+        m(torch.randn(1, 2, 3, 6), torch.randn(1, 2, 3, 6), pos)
+    with pytest.raises(PositionEncodingError, match="num_heads=2"):
+        m(torch.randn(1, 3, 3, 8), torch.randn(1, 3, 3, 8), pos)
+    with pytest.raises(PositionEncodingError, match="floating dtype"):
+        m(q.long(), k.long(), pos)
+    with pytest.raises(PositionEncodingError, match="floating dtype"):
+        m(q.to(torch.complex64), k.to(torch.complex64), pos)
+    with pytest.raises(PositionEncodingError, match="floating dtype"):
+        m(q, k, pos.long())
+    with pytest.raises(PositionEncodingError, match="tokens"):
+        m(q, k, torch.randn(1, 4, 2))
+    with pytest.raises(PositionEncodingError, match="num_unrotated"):
+        m(q, k, pos, num_unrotated=4)
+    assert issubclass(PositionEncodingError, ValueError)
+
+
+def test_bad_cayley_and_circulant_parameters():
+    cay = CayleySTRING(head_dim=8, num_heads=2)
+    with pytest.raises(PositionEncodingError, match="S must have shape"):
+        cay.set_skew(torch.zeros(2, 6, 6))
+    with pytest.raises(PositionEncodingError, match="skew-symmetric"):
+        cay.set_skew(torch.ones(2, 8, 8))
+    with pytest.raises(PositionEncodingError, match="sparsity"):
+        CayleySTRING(head_dim=8, sparsity=0.0)
+    with pytest.raises(PositionEncodingError, match="coeffs"):
+        CirculantSTRING(head_dim=8, num_heads=2, coeffs=torch.zeros(2, 2, 6))
+    with pytest.raises(PositionEncodingError, match="block_size"):
+        CirculantSTRING(head_dim=8, block_size=3)
+    with pytest.raises(PositionEncodingError, match="freqs"):
+        RoPEMixed(head_dim=8, num_heads=2, freqs=torch.zeros(2, 3, 2))
+    with pytest.raises(PositionEncodingError, match="init"):
+        CirculantSTRING(head_dim=8, init="zeros")
+
+
+def test_bad_model_inputs():
+    with pytest.raises(PositionEncodingError, match="pe must be one of"):
+        ViT(pe="alibi")
+    with pytest.raises(PositionEncodingError, match="divisible"):
+        Attention(dim=10, num_heads=3)
+    vit3 = ViT(image_size=(4, 4), patch_size=2, dim=8, depth=1, num_heads=2, coord_dim=3)
+    with pytest.raises(PositionEncodingError, match="depth is required"):
+        vit3(torch.rand(1, 1, 4, 4))
+    with pytest.raises(PositionEncodingError, match="images must have shape"):
+        vit3(torch.rand(1, 3, 4, 4), torch.rand(1, 1, 4, 4))
+    m = PointSetClassifier(feature_dim=2, coord_dim=2, num_classes=2, dim=8, depth=1, num_heads=2)
+    with pytest.raises(PositionEncodingError, match="coord_dim=2"):
+        m(torch.randn(1, 3, 2), torch.randn(1, 3, 3))
+    with pytest.raises(PositionEncodingError, match="extent"):
+        make_shapes_2d(4, extent=-1.0)
+
+
+def test_generated_data_ground_truth():
+    d2 = make_shapes_2d(40, extent=8.0, seed=0)
+    assert d2.positions.min() >= -0.5 and d2.positions.max() <= 8.5
+    assert torch.bincount(d2.labels).tolist() == [10, 10, 10, 10]
+    ring = d2.positions[d2.labels == 0]
+    for pts in ring.double():  # least-squares circle fit (x² + y² = 2ax + 2by + c): points of a ring lie on it
+        A = torch.cat([2 * pts, torch.ones(len(pts), 1, dtype=pts.dtype)], dim=1)
+        sol = torch.linalg.lstsq(A, (pts**2).sum(1, keepdim=True)).solution.squeeze(1)
+        radius = (sol[2] + sol[0] ** 2 + sol[1] ** 2).sqrt()
+        assert 0.5 * 0.6 * 8 - 0.2 < radius < 0.5 * 0.9 * 8 + 0.2
+        assert ((pts - sol[:2]).norm(dim=1) - radius).abs().max() < 0.3
+    line = d2.positions[d2.labels == 2].double()
+    for pts in line:  # a segment: the second principal value is noise only
+        assert torch.linalg.svdvals(pts - pts.mean(0))[1] < 0.5
+    d3 = make_shapes_3d(400, seed=0)
+    xy = [d3.positions[d3.labels == c][..., :2].reshape(-1, 2) for c in range(4)]
+    for c in range(1, 4):  # the (x, y) footprints of all classes have the same distribution
+        assert (xy[c].mean(0) - xy[0].mean(0)).abs().max() < 0.1
+        assert (xy[c].std(0) - xy[0].std(0)).abs().max() < 0.1
+    assert d3.positions[d3.labels == 0][..., 2].std(dim=1).max() < 0.2  # flat plane
+
+
+def test_cli_help_and_errors(tmp_path):
+    r = run_cli(main, ["--help"])
+    assert r.returncode == 0 and "reproduce" in r.stdout and "train" in r.stdout
+    r = run_cli(main, ["train", "--epochs", "0", "--out", str(tmp_path / "x")])
+    assert r.returncode == 2 and "epochs" in r.stderr
+    r = run_cli(main, ["evaluate", "--run", str(tmp_path / "missing")])
+    assert r.returncode == 2 and "run" in r.stderr
+
+
+def test_cli_train_evaluate_roundtrip(tmp_path):
+    out = tmp_path / "run"
+    r = run_cli(main, ["train", "--task", "shapes2d", "--pe", "circulant", "--epochs", "1", "--n-train", "32",
+                       "--dim", "8", "--heads", "2", "--depth", "1", "--out", str(out), "--quiet"])
+    assert r.returncode == 0, r.stderr
+    assert (out / "model.safetensors").exists() and (out / "metrics.jsonl").exists()
+    r = run_cli(main, ["evaluate", "--run", str(out)])
+    assert r.returncode == 0, r.stderr
+    import json
+
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["test_accuracy"] == res["translated_accuracy"]  # rotary: exactly translation invariant
+
+
+@pytest.mark.slow
+def test_python_m_help():
+    r = python_module("string_pe", "--help")
+    assert r.returncode == 0 and "reproduce" in r.stdout
