@@ -1,13 +1,132 @@
-"""Command line of kea: ``kea reproduce [--quick]``."""
+"""Command line of kea: ``kea train``, ``kea evaluate``, ``kea reproduce [--quick|--smoke]``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
-from icml25.cli_helpers import ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from kea.registry import METHOD
 
 
+@dataclass(frozen=True)
+class TrainConfig(CommonOptions):
+    """Train one agent (KEA or a baseline) on one task and save it to the run directory."""
+
+    task: Literal["deepsea", "gridnav", "mountaincar"] = "deepsea"
+    """Environment: bsuite-exact DeepSea, the 2-D grid navigation task, or MountainCarContinuous-v0."""
+    size: int = 8
+    """DeepSea N or grid side length (ignored for mountaincar)."""
+    variant: Literal["KEA-RND", "KEA-NovelD", "RND-SAC", "NovelD-SAC", "SAC"] = "KEA-RND"
+    """Agent: KEA with RND/NovelD, or the baselines (novelty-augmented SAC without the switch, plain SAC)."""
+    steps: int = 4000
+    """Environment steps."""
+    switch_threshold: float = 1.0
+    """σ: the standard module acts where the normalised novelty of the current state exceeds it."""
+    standard_update: Literal["first_success", "never", "always"] = "first_success"
+    """When the standard module starts learning: after the first rewarded episode (paper), never (released code)."""
+    beta_i: float = 0.3
+    """Intrinsic reward weight β_i."""
+    beta_e: float | None = None
+    """Extrinsic reward weight β_e (default: N on DeepSea as in the paper, 1 elsewhere)."""
+    alpha: float = 0.1
+    """Entropy coefficient α (discrete tasks; continuous tasks tune it)."""
+    learning_starts: int = 100
+    """Random warm-up steps before learning."""
+    train_freq: int = 4
+    """Environment steps between updates."""
+    gradient_steps: int = 1
+    """Gradient steps per update."""
+    hidden: int = 64
+    """Width of the two hidden layers of actors and critics."""
+
+
+@dataclass(frozen=True)
+class EvaluateConfig(CommonOptions):
+    """Evaluate a trained agent (a ``kea train`` run directory) with greedy actions."""
+
+    run: Path = Path("runs/kea/latest")
+    """Run directory written by ``kea train``."""
+    episodes: int = 5
+    """Evaluation episodes."""
+    module: Literal["auto", "sac", "standard"] = "auto"
+    """Which SAC module acts: auto (standard once trained, else novelty-augmented), sac or standard."""
+
+
+def _agent_kwargs(cfg: TrainConfig) -> dict:
+    kw = dict(switch_threshold=cfg.switch_threshold, standard_update=cfg.standard_update, beta_i=cfg.beta_i,
+              learning_starts=cfg.learning_starts, train_freq=cfg.train_freq, gradient_steps=cfg.gradient_steps,
+              hidden=(cfg.hidden, cfg.hidden), buffer_size=max(cfg.steps, 64))
+    if cfg.task != "mountaincar":
+        kw["alpha"] = cfg.alpha
+    if cfg.beta_e is not None:
+        kw["beta_e"] = cfg.beta_e
+    if cfg.variant == "SAC":
+        kw.pop("switch_threshold")
+        kw.pop("standard_update")
+    return kw
+
+
+def train(cfg: TrainConfig) -> int:
+    from icml25.seeding import seed_everything
+
+    from kea.experiment import make_env
+    from kea.variants import make_agent
+
+    if cfg.steps <= 0:
+        raise ValueError(f"steps must be > 0, got {cfg.steps}")
+    if cfg.size < 2:
+        raise ValueError(f"size must be >= 2, got {cfg.size}")
+    seed_everything(cfg.seed)
+    rd = open_run_dir("kea", cfg)
+    rd.write_config(cfg)
+    rd.write_env(device="cpu")
+    env = make_env(cfg.task, size=cfg.size, seed=cfg.seed)
+    kw = _agent_kwargs(cfg)
+    if cfg.task == "deepsea" and "beta_e" not in kw:
+        kw["beta_e"] = float(cfg.size)
+    agent = make_agent(cfg.variant, env, seed=cfg.seed, **kw)
+
+    def log(ag) -> None:
+        tr = ag.trace
+        rd.log(ag.num_timesteps, episode=len(tr.episode_returns), episode_return=tr.episode_returns[-1],
+               gate_open=ag.gate_open, switch_fraction=float(sum(tr.switched[-200:]) / max(len(tr.switched[-200:]), 1)))
+
+    agent.learn(cfg.steps, callback=log, progress=not cfg.quiet)
+    agent.save(rd.path / "model", env_config={"task": cfg.task, "size": cfg.size, "seed": cfg.seed})
+    tr = agent.trace
+    summary = {"episodes": len(tr.episode_returns), "first_success_episode": tr.first_success_episode,
+               "gate_open_step": tr.gate_open_step, "seconds": tr.seconds}
+    rd.write_json("summary.json", summary)
+    if not cfg.quiet:
+        print(f"trained {cfg.variant} on {cfg.task}: {summary}; saved to {rd.path / 'model'}")
+    return 0
+
+
+def evaluate(cfg: EvaluateConfig) -> int:
+    import json
+
+    from kea.agent import KEA
+    from kea.experiment import greedy_return, make_env
+
+    model = Path(cfg.run) / "model"
+    if not (model / "model_config.json").exists():
+        raise FileNotFoundError(f"{str(model)!r} has no model_config.json; pass --run DIR of a `kea train` run")
+    if cfg.episodes <= 0:
+        raise ValueError(f"episodes must be > 0, got {cfg.episodes}")
+    env_cfg = json.loads((model / "model_config.json").read_text())["env"]
+    env = make_env(env_cfg["task"], size=env_cfg["size"], seed=env_cfg["seed"])
+    agent = KEA.load(model, env)
+    ret = greedy_return(agent, make_env(env_cfg["task"], size=env_cfg["size"], seed=cfg.seed),
+                        module=cfg.module, episodes=cfg.episodes)
+    if not cfg.quiet:
+        print(json.dumps({"mean_return": ret, "episodes": cfg.episodes, "module": cfg.module}))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return method_main(METHOD, {"reproduce": (ReproduceOptions, reproduce_command(METHOD))}, argv=argv)
+    return method_main(METHOD, {"train": (TrainConfig, train), "evaluate": (EvaluateConfig, evaluate),
+                                "reproduce": (ReproduceOptions, reproduce_command(METHOD))}, argv=argv)

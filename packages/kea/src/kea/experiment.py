@@ -1,0 +1,160 @@
+"""One training run of one variant on one task, with periodic greedy evaluation (used by ``reproduce``/``train``).
+
+Tasks: ``deepsea`` (size N; β_e = N as in the paper; evaluation = one greedy episode, the env is deterministic),
+``gridnav`` (size × size room), ``mountaincar`` (gymnasium ``MountainCarContinuous-v0``; plain SAC there is
+stable-baselines3's ``SAC`` with matched hyper-parameters). Runs are plain functions of picklable arguments so
+that ``reproduce`` can fan them out over processes.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+TASKS = ("deepsea", "gridnav", "mountaincar")
+
+
+def make_env(task: str, *, size: int = 10, seed: int = 0):
+    import gymnasium as gym
+
+    from kea.envs import DeepSea, GridNav
+
+    if task == "deepsea":
+        return DeepSea(size=size, seed=seed)
+    if task == "gridnav":
+        return GridNav(size=size, seed=seed)
+    if task == "mountaincar":
+        return gym.make("MountainCarContinuous-v0")
+    raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+
+
+def greedy_return(agent, env, *, module: str, episodes: int = 1, seed: int = 10_000) -> float:
+    """Mean return of ``agent.predict(..., deterministic=True, module=module)`` over ``episodes``."""
+    total = 0.0
+    for ep in range(episodes):
+        obs, _ = env.reset(seed=seed + ep)
+        done = False
+        while not done:
+            a, _ = agent.predict(obs, deterministic=True, module=module)
+            obs, r, term, trunc, _ = env.step(a)
+            total += float(r)
+            done = term or trunc
+    return total / episodes
+
+
+def run_variant(*, task: str, variant: str, seed: int, size: int, steps: int, agent_kwargs: dict[str, Any],
+                eval_every: int, eval_episodes: int = 1, stop_when_solved: bool = False,
+                entropy_window: int | None = None) -> dict[str, Any]:
+    """Train ``variant`` for ``steps`` env steps; evaluate greedily every ``eval_every`` episodes.
+
+    Returns a JSON-able dict: per-episode returns, eval curve ``[(episode, return_sac, return_std_or_nan)]``, first
+    success episode, unique/visited-state ratios, entropy in high-novelty states, switch fraction, steps/s.
+    ``stop_when_solved`` ends a DeepSea run once the greedy policy is optimal (later curve points repeat the last).
+    """
+    import torch
+    from icml25.seeding import seed_everything
+
+    from kea import metrics
+    from kea.variants import make_agent
+
+    torch.set_num_threads(1)
+    seed_everything(seed)
+    env = make_env(task, size=size, seed=seed)
+    eval_env = make_env(task, size=size, seed=seed + 1)
+    t0 = time.perf_counter()
+    if task == "mountaincar" and variant == "SAC":
+        return _run_sb3_sac(env, eval_env, seed=seed, steps=steps, agent_kwargs=agent_kwargs,
+                            eval_every=eval_every, eval_episodes=eval_episodes)
+    kw = dict(agent_kwargs)
+    if task == "deepsea":
+        kw.setdefault("beta_e", float(size))
+    agent = make_agent(variant, env, seed=seed, **kw)
+    curve: list[list[float]] = []
+    solved_at: list[int | None] = [None]
+    optimum = env.optimal_return if task == "deepsea" else None
+
+    def cb(ag) -> None:
+        n_ep = len(ag.trace.episode_returns)
+        if n_ep % eval_every:
+            return
+        r_sac = greedy_return(ag, eval_env, module="sac", episodes=eval_episodes)
+        r_std = (greedy_return(ag, eval_env, module="standard", episodes=eval_episodes)
+                 if ag.standard is not None else math.nan)
+        curve.append([n_ep, r_sac, r_std])
+        if optimum is not None and solved_at[0] is None and max(r_sac, -1 if math.isnan(r_std) else r_std) >= optimum - 1e-6:
+            solved_at[0] = n_ep
+
+    stopped = False
+    chunk = max(eval_every * (size if task == "deepsea" else 1), 1)
+    while agent.num_timesteps < steps:
+        agent.learn(min(chunk, steps - agent.num_timesteps), callback=cb)
+        if stop_when_solved and solved_at[0] is not None:
+            stopped = True
+            break
+    seconds = time.perf_counter() - t0
+    tr = agent.trace
+    n_states = {"deepsea": size * (size + 1) // 2 + size, "gridnav": size * size}.get(task)
+    learn_steps = max(agent.num_timesteps - agent.learning_starts, 0)
+    k = entropy_window or len(tr.state_keys)
+    out = {
+        "task": task, "variant": variant, "seed": seed, "size": size, "steps": agent.num_timesteps,
+        "stopped_early": stopped, "episodes": len(tr.episode_returns),
+        "episode_returns": [round(r, 4) for r in tr.episode_returns],
+        "curve": curve, "first_success_episode": tr.first_success_episode, "solved_episode": solved_at[0],
+        "gate_open_step": tr.gate_open_step,
+        "unique_state_ratio": metrics.unique_state_ratio(tr.state_keys, k),
+        "visited_state_ratio": metrics.visited_state_ratio(tr.state_keys, n_states) if n_states else None,
+        "entropy_high_novelty": metrics.entropy_in_high_novelty(tr.entropy, tr.high_novelty),
+        "switch_fraction": float(np.mean(tr.switched[agent.learning_starts:])) if learn_steps else 0.0,
+        "final_return_sac": greedy_return(agent, eval_env, module="sac", episodes=eval_episodes),
+        "final_return_standard": (greedy_return(agent, eval_env, module="standard", episodes=eval_episodes)
+                                  if agent.standard is not None and agent.gate_open else math.nan),
+        "seconds": seconds, "steps_per_s": agent.num_timesteps / max(tr.seconds, 1e-9),
+    }
+    out["final_return"] = (out["final_return_standard"] if not math.isnan(out["final_return_standard"])
+                           else out["final_return_sac"])
+    return out
+
+
+def _run_sb3_sac(env, eval_env, *, seed: int, steps: int, agent_kwargs: dict[str, Any], eval_every: int,
+                 eval_episodes: int) -> dict[str, Any]:
+    """Plain SAC on a Box task through stable-baselines3 (hyper-parameters matched to the KEA agents)."""
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    kw = agent_kwargs
+    t0 = time.perf_counter()
+    model = SAC("MlpPolicy", env, learning_rate=kw.get("lr", 3e-4), buffer_size=kw.get("buffer_size", 100_000),
+                learning_starts=kw.get("learning_starts", 2000), batch_size=kw.get("batch_size", 64),
+                tau=kw.get("tau", 0.005), gamma=kw.get("gamma", 0.99), train_freq=kw.get("train_freq", 16),
+                gradient_steps=kw.get("gradient_steps", 8), ent_coef="auto",
+                policy_kwargs={"net_arch": list(kw.get("hidden", (64, 64)))}, seed=seed, device="cpu", verbose=0)
+    returns: list[float] = []
+    curve: list[list[float]] = []
+
+    class _Cb(BaseCallback):
+        def _on_step(self) -> bool:
+            for info in self.locals.get("infos", []):
+                if "episode" in info:
+                    returns.append(float(info["episode"]["r"]))
+                    if len(returns) % eval_every == 0:
+                        m, _ = evaluate_policy(self.model, eval_env, n_eval_episodes=eval_episodes)
+                        curve.append([len(returns), float(m), math.nan])
+            return True
+
+    model.learn(total_timesteps=steps, callback=_Cb())
+    seconds = time.perf_counter() - t0
+    final, _ = evaluate_policy(model, eval_env, n_eval_episodes=eval_episodes)
+    return {
+        "task": "mountaincar", "variant": "SAC", "seed": seed, "size": 0, "steps": steps, "stopped_early": False,
+        "episodes": len(returns), "episode_returns": returns, "curve": curve,
+        "first_success_episode": next((i + 1 for i, r in enumerate(returns) if r > 0), None),
+        "solved_episode": None, "gate_open_step": None, "unique_state_ratio": math.nan,
+        "visited_state_ratio": None, "entropy_high_novelty": math.nan, "switch_fraction": 0.0,
+        "final_return_sac": float(final), "final_return_standard": math.nan, "final_return": float(final),
+        "seconds": seconds, "steps_per_s": steps / seconds,
+    }

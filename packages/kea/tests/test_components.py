@@ -1,0 +1,142 @@
+"""Closed forms of the SAC targets, Polyak extremes, RND, the EMA normaliser, NovelD and the switch."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+from kea.intrinsic import RND, EMARunningMeanStd, noveld_reward
+from kea.sac import ContinuousSAC, DiscreteSAC, KEAConfigError, continuous_sac_target, discrete_sac_target
+from kea.switch import switch
+
+OBS = spaces.Box(0.0, 1.0, shape=(6,), dtype=np.float32)
+
+
+def test_discrete_target_closed_forms():
+    g = torch.Generator().manual_seed(0)
+    b, a = 5, 3
+    r, d = torch.randn(b, generator=g), torch.tensor([0.0, 1.0, 0.0, 0.0, 1.0])
+    q1, q2 = torch.randn(b, a, generator=g), torch.randn(b, a, generator=g)
+    best = torch.tensor([0, 2, 1, 1, 0])
+    onehot = torch.nn.functional.one_hot(best, a).float()
+    y = discrete_sac_target(reward=r, terminated=d, probs_next=onehot, log_probs_next=torch.log(onehot + 1e-30),
+                            q1_next=q1, q2_next=q2, gamma=0.9, alpha=0.0)
+    expect = r + 0.9 * (1 - d) * torch.min(q1, q2).gather(1, best[:, None]).squeeze(1)
+    torch.testing.assert_close(y, expect)
+    uni = torch.full((b, a), 1.0 / a)
+    y = discrete_sac_target(reward=r, terminated=d, probs_next=uni, log_probs_next=uni.log(), q1_next=q1, q2_next=q2,
+                            gamma=0.9, alpha=0.3)
+    expect = r + 0.9 * (1 - d) * (torch.min(q1, q2).mean(1) + 0.3 * math.log(a))
+    torch.testing.assert_close(y, expect)
+
+
+def test_continuous_target_closed_form():
+    r, d = torch.tensor([1.0, 2.0]), torch.tensor([0.0, 1.0])
+    y = continuous_sac_target(reward=r, terminated=d, q1_next=torch.tensor([3.0, 5.0]), q2_next=torch.tensor([4.0, 1.0]),
+                              log_prob_next=torch.tensor([-1.0, 0.5]), gamma=0.5, alpha=0.2)
+    torch.testing.assert_close(y, torch.tensor([1.0 + 0.5 * (3.0 + 0.2), 2.0]))
+
+
+def test_module_target_uses_target_critics_and_terminated():
+    m = DiscreteSAC(observation_space=OBS, action_space=spaces.Discrete(3), dropout=0.0, seed=0)
+    obs = torch.rand(4, 6)
+    with torch.no_grad():
+        for p in m.q1_target.parameters():
+            p.zero_()
+        for p in m.q2_target.parameters():
+            p.zero_()
+    probs, logp = m.policy(obs)
+    y = m.target(torch.zeros(4), obs, torch.zeros(4))
+    torch.testing.assert_close(y, 0.99 * (-(0.1 * probs * logp).sum(-1)))  # Q̄ = 0: only the entropy bonus
+    torch.testing.assert_close(m.target(torch.ones(4), obs, torch.ones(4)), torch.ones(4))
+
+
+@pytest.mark.parametrize("cls,space", [(DiscreteSAC, spaces.Discrete(2)),
+                                       (ContinuousSAC, spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32))])
+def test_polyak_extremes(cls, space):
+    m = cls(observation_space=OBS, action_space=space, seed=0, tau=1.0)
+    with torch.no_grad():
+        for p in m.critic_params():
+            p.add_(torch.randn_like(p))
+    m.polyak()
+    for p, t in zip(m.critic_params(), m.target_critic_params()):
+        assert torch.equal(p, t)
+    # τ → 0 limit: SB3's polyak_update with τ = 0 leaves the target unchanged (the agent itself rejects τ = 0)
+    from stable_baselines3.common.utils import polyak_update
+
+    before = [t.clone() for t in m.target_critic_params()]
+    with torch.no_grad():
+        for p in m.critic_params():
+            p.add_(1.0)
+    polyak_update(m.critic_params(), m.target_critic_params(), 0.0)
+    for b, t in zip(before, m.target_critic_params()):
+        assert torch.equal(b, t)
+
+
+def test_rnd_target_frozen_and_predictor_learns_repeated_state():
+    rnd = RND(obs_dim=8, seed=0, lr=1e-3)
+    seen, unseen = torch.zeros(1, 8), torch.zeros(1, 8)
+    seen[0, 2], unseen[0, 5] = 1.0, 1.0
+    target_before = [p.clone() for p in rnd.target.parameters()]
+    assert all(not p.requires_grad for p in rnd.target.parameters())
+    errs = [float(rnd.error(seen))]
+    for _ in range(30):
+        rnd.train_on(seen, epochs=1)
+        errs.append(float(rnd.error(seen)))
+    assert all(b < a for a, b in zip(errs, errs[1:]))  # strictly decreasing on the repeated state
+    assert float(rnd.error(unseen)) > errs[-1]
+    for a, b in zip(target_before, rnd.target.parameters()):
+        assert torch.equal(a, b)
+    z = rnd.normalise(torch.tensor([1e6, -1e6, 0.0]), update=False)
+    assert z.max() <= 2.0 and z.min() >= -2.0 and z[0] == 2.0
+
+
+def test_ema_running_mean_std():
+    rms = EMARunningMeanStd(momentum=0.9)
+    rms.mean, rms.var = np.float64(2.0), np.float64(1.0)
+    rms.update(np.full(7, 5.0))
+    assert rms.mean == pytest.approx(0.9 * 2.0 + 0.1 * 5.0)
+    assert rms.var == pytest.approx(0.9 * 1.0 + 0.1 * (5.0 - rms.mean) ** 2)
+
+
+def test_noveld_closed_form():
+    n_next, n_cur = torch.tensor([3.0, 1.0, 3.0, 10.0]), torch.tensor([2.0, 4.0, 2.0, 0.0])
+    fv = torch.tensor([1.0, 1.0, 0.0, 1.0])
+    r = noveld_reward(n_next, n_cur, fv, alpha=0.5, clip=2.0)
+    torch.testing.assert_close(r, torch.tensor([2.0, 0.0, 0.0, 2.0]))
+    r = noveld_reward(n_next, n_cur, fv, alpha=0.5, clip=100.0)
+    torch.testing.assert_close(r, torch.tensor([2.0, 0.0, 0.0, 10.0]))
+    with pytest.raises(ValueError, match="noveld_alpha"):
+        noveld_reward(n_next, n_cur, fv, alpha=1.5)
+
+
+def test_switch_picks_exactly():
+    g = torch.Generator().manual_seed(3)
+    z = torch.randn(64, generator=g)
+    sigma = 0.3
+    flag = z > sigma
+    a_b, a_s = torch.randint(0, 5, (64,), generator=g), torch.randint(0, 5, (64,), generator=g)
+    out = switch(flag, a_b, a_s)
+    assert torch.equal(out[flag], a_b[flag]) and torch.equal(out[~flag], a_s[~flag])
+    p_b, p_s = torch.rand(64, 5, generator=g), torch.rand(64, 5, generator=g)
+    out = switch(flag, p_b, p_s)
+    assert torch.equal(out[flag], p_b[flag]) and torch.equal(out[~flag], p_s[~flag])
+    assert torch.equal(switch(z > math.inf, a_b, a_s), a_s)
+    assert torch.equal(switch(z > -math.inf, a_b, a_s), a_b)
+
+
+def test_module_bad_inputs():
+    box = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+    with pytest.raises(KEAConfigError, match="Discrete action space"):
+        DiscreteSAC(observation_space=OBS, action_space=box)
+    with pytest.raises(KEAConfigError, match="Box action space"):
+        ContinuousSAC(observation_space=OBS, action_space=spaces.Discrete(2))
+    with pytest.raises(KEAConfigError, match="gamma"):
+        DiscreteSAC(observation_space=OBS, action_space=spaces.Discrete(2), gamma=1.0)
+    with pytest.raises(KEAConfigError, match="tau"):
+        DiscreteSAC(observation_space=OBS, action_space=spaces.Discrete(2), tau=0.0)
+    with pytest.raises(KEAConfigError, match="alpha"):
+        DiscreteSAC(observation_space=OBS, action_space=spaces.Discrete(2), alpha=-0.1)
+    with pytest.raises(ValueError, match="ir_clip"):
+        RND(obs_dim=3, clip=0.0)
