@@ -1,13 +1,242 @@
-"""Command line of suica: ``suica reproduce [--quick]``."""
+"""Command line of suica: ``suica simulate | fit | predict | evaluate | reproduce`` (``.h5ad`` in and out)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
 
-from icml25.cli_helpers import ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
+from suica.config import SUICAConfig
 from suica.registry import METHOD
 
 
+@dataclass(frozen=True)
+class SimulateConfig(CommonOptions):
+    """Write a synthetic tissue with ground truth (true rate in layers["rate"], domains in obs["domain"])."""
+
+    output: Path = Path("tissue.h5ad")
+    """Output .h5ad file."""
+    n_spots: int = 2000
+    """Number of spots (hex layouts round it)."""
+    n_genes: int = 500
+    """Number of genes."""
+    n_domains: int = 5
+    """Number of spatial domains."""
+    layout: Literal["hex", "random"] = "hex"
+    """Visium-like hexagonal grid or Slide-seq-like random spots."""
+    dim: Literal[2, 3] = 2
+    """2D or 3D tissue."""
+    zero_frac: float = 0.88
+    """Target fraction of zero counts."""
+    holdout: float = 0.2
+    """Fraction of spots marked obs["split"] == "test" (0 disables)."""
+    noise: float = 0.0
+    """Scale of non-negative noise added on the support (0 disables)."""
+
+
+@dataclass(frozen=True)
+class FitConfig(CommonOptions):
+    """Fit SUICA on an .h5ad (X counts or normalised counts, obsm["spatial"]); spots with obs[split] == "test" are held out."""
+
+    data: Path = Path("tissue.h5ad")
+    """Input .h5ad file."""
+    preprocess: bool = True
+    """Apply the official filtering + normalize_total (set False if X is already normalised)."""
+    min_counts_spot: float = 200
+    """Preprocessing: minimum total counts per spot (official 200)."""
+    min_counts_gene: float = 3
+    """Preprocessing: minimum total counts per gene on training spots (official 3)."""
+    max_count: float | None = 200
+    """Preprocessing: drop genes with any count above this on training spots (official 200; None disables)."""
+    target_sum: float = 200
+    """Preprocessing: normalize_total target (official 200)."""
+    split_key: str = "split"
+    """obs column marking held-out spots with the value "test" (ignored when absent)."""
+    model: SUICAConfig = field(default_factory=SUICAConfig)
+    """SUICA hyper-parameters."""
+
+
+@dataclass(frozen=True)
+class PredictConfig(CommonOptions):
+    """Predict expression with a fitted model on a dense grid (super-resolution) or at given coordinates."""
+
+    model: Path = Path("runs/suica/model")
+    """Run directory written by `suica fit`."""
+    output: Path = Path("prediction.h5ad")
+    """Output .h5ad file."""
+    grid: int = 200
+    """Grid resolution per axis (used when --coords is not given)."""
+    coords: Path | None = None
+    """Query coordinates: an .h5ad (obsm["spatial"]), .npy or .csv (n, 2 or 3)."""
+    allow_extrapolation: bool = False
+    """Allow queries outside the training frame."""
+    full_square: bool = False
+    """Grid over [-1, 1]^d in the normalised frame (official Full2D) instead of the data's extent."""
+
+
+@dataclass(frozen=True)
+class EvaluateConfig(CommonOptions):
+    """Evaluate a fitted model on the held-out spots of its data (obs[split] == "test")."""
+
+    model: Path = Path("runs/suica/model")
+    """Run directory written by `suica fit`."""
+    data: Path | None = None
+    """An .h5ad to evaluate on (all its spots); default: the held-out spots saved by `suica fit`."""
+    allow_extrapolation: bool = True
+    """Allow held-out spots outside the training frame (they are on the border of the tissue)."""
+
+
+def _threads() -> None:
+    from icml25.device import set_threads
+
+    set_threads(2)
+
+
+def simulate(cfg: SimulateConfig) -> int:
+    import numpy as np
+
+    from suica.data import write_h5ad
+    from suica.synthetic import add_noise, holdout_spots, make_tissue
+
+    a = make_tissue(n_spots=cfg.n_spots, n_genes=cfg.n_genes, n_domains=cfg.n_domains, layout=cfg.layout,
+                    dim=cfg.dim, zero_frac=cfg.zero_frac, seed=cfg.seed)
+    if cfg.noise > 0:
+        a = add_noise(a, scale=cfg.noise, seed=cfg.seed)
+        a.layers["counts"] = a.X.copy()
+    split = np.array(["train"] * a.n_obs, dtype=object)
+    if cfg.holdout > 0:
+        _, te = holdout_spots(a.n_obs, frac=cfg.holdout, seed=cfg.seed)
+        split[te] = "test"
+    a.obs["split"] = split.astype(str)
+    write_h5ad(a, cfg.output)
+    if not cfg.quiet:
+        print(f"wrote {a.n_obs} spots x {a.n_vars} genes to {cfg.output}")
+    return 0
+
+
+def _split(adata, key: str):
+    import numpy as np
+
+    if key in adata.obs:
+        test = np.asarray(adata.obs[key].astype(str) == "test")
+        return np.flatnonzero(~test), np.flatnonzero(test)
+    return np.arange(adata.n_obs), np.zeros(0, dtype=int)
+
+
+def fit(cfg: FitConfig) -> int:
+    from icml25.seeding import seed_everything
+
+    from suica.data import preprocess, read_h5ad, write_h5ad
+    from suica.estimator import SUICA
+
+    _threads()
+    seed_everything(cfg.seed)
+    adata = read_h5ad(cfg.data)
+    if cfg.preprocess:
+        tr, _ = _split(adata, cfg.split_key)
+        adata = preprocess(adata, min_counts_spot=cfg.min_counts_spot, min_counts_gene=cfg.min_counts_gene,
+                           max_count=cfg.max_count, target_sum=cfg.target_sum, fit_on=tr)
+    tr, te = _split(adata, cfg.split_key)
+    rd = open_run_dir("suica", cfg)
+    rd.write_config(cfg)
+    rd.write_env(device=cfg.device)
+    model = SUICA(config=cfg.model, device=cfg.device, verbose=not cfg.quiet).fit(adata, train_idx=tr)
+    for phase, losses in model.history.items():
+        for i, v in enumerate(losses):
+            if i % 10 == 0 or i == len(losses) - 1:
+                rd.log(i, phase=phase, loss=v)
+    model.save(rd.path)
+    write_h5ad(adata, rd.path / "data.h5ad")
+    rd.write_json("fit.json", {"n_train": int(len(tr)), "n_test": int(len(te)), "timings_s": model.timings})
+    if not cfg.quiet:
+        print(f"fitted SUICA on {len(tr)} spots x {adata.n_vars} genes ({len(te)} held out); model in {rd.path}")
+    return 0
+
+
+def _load_coords(path: Path):
+    import numpy as np
+
+    from suica.data import read_h5ad
+    from suica.errors import SUICAInputError
+
+    if not path.exists():
+        raise FileNotFoundError(f"no such coordinates file: {str(path)!r}")
+    if path.suffix == ".h5ad":
+        a = read_h5ad(path)
+        if "spatial" not in a.obsm:
+            raise SUICAInputError(f'{path}: obsm["spatial"] is missing')
+        return np.asarray(a.obsm["spatial"])
+    if path.suffix == ".npy":
+        return np.load(path)
+    if path.suffix == ".csv":
+        return np.loadtxt(path, delimiter=",", ndmin=2)
+    raise SUICAInputError(f"--coords must be .h5ad, .npy or .csv, got {str(path)!r}")
+
+
+def predict(cfg: PredictConfig) -> int:
+    import time
+
+    from suica.data import write_h5ad
+    from suica.estimator import SUICA
+
+    _threads()
+    model = SUICA.load(cfg.model, device=cfg.device)
+    t0 = time.perf_counter()
+    if cfg.coords is not None:
+        out = model.predict(_load_coords(cfg.coords), allow_extrapolation=cfg.allow_extrapolation)
+    else:
+        if cfg.grid < 1:
+            raise ValueError(f"grid must be >= 1, got {cfg.grid}")
+        out = model.predict_grid(cfg.grid, full_square=cfg.full_square)
+    dt = time.perf_counter() - t0
+    write_h5ad(out, cfg.output)
+    if not cfg.quiet:
+        print(f"predicted {out.n_obs} locations x {out.n_vars} genes in {dt:.2f} s -> {cfg.output}")
+    return 0
+
+
+def evaluate(cfg: EvaluateConfig) -> int:
+    import numpy as np
+
+    from suica.data import dense, read_h5ad
+    from suica.estimator import SUICA
+    from suica.metrics import evaluate as metrics
+
+    _threads()
+    model = SUICA.load(cfg.model, device=cfg.device)
+    if cfg.data is not None:
+        a = read_h5ad(cfg.data)
+    else:
+        a = read_h5ad(cfg.model / "data.h5ad")
+        _, te = _split(a, "split")
+        if len(te) == 0:
+            raise ValueError("the model's data has no held-out spots (obs['split'] == 'test'); pass --data")
+        a = a[te]
+    missing = [g for g in model.var_names if g not in set(a.var_names)]
+    if missing:
+        raise ValueError(f"--data lacks {len(missing)} of the model's genes (e.g. {missing[:3]})")
+    truth = dense(a[:, model.var_names].X)
+    pred = model.predict(np.asarray(a.obsm["spatial"]), allow_extrapolation=cfg.allow_extrapolation).X
+    res = metrics(pred, truth)
+    if not cfg.quiet:
+        print(json.dumps(res, indent=2))
+    (Path(cfg.model) / "evaluation.json").write_text(json.dumps(res, indent=2))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return method_main(METHOD, {"reproduce": (ReproduceOptions, reproduce_command(METHOD))}, argv=argv)
+    return method_main(
+        METHOD,
+        {
+            "simulate": (SimulateConfig, simulate),
+            "fit": (FitConfig, fit),
+            "predict": (PredictConfig, predict),
+            "evaluate": (EvaluateConfig, evaluate),
+            "reproduce": (ReproduceOptions, reproduce_command(METHOD)),
+        },
+        argv=argv,
+    )

@@ -1,0 +1,129 @@
+"""Baselines run side by side with SUICA in ``reproduce`` (same data, splits and seeds).
+
+* :class:`Interpolator` — spatial interpolation of the training spots: ``method="linear"`` (scipy ``griddata``,
+  Delaunay-linear, nearest-neighbour fill outside the convex hull; the official ``griddata`` baseline) or
+  ``method="idw"`` (inverse-distance weighting over the ``k`` nearest spots, power ``p``).
+* :class:`INRRaw` — an INR fitted directly on the genes, ``f: u -> ŷ ∈ R^G`` with a final ReLU and MSE (official
+  ``inr_raw``), with the *same* INR family, width, depth, learning rate and total steps as SUICA's INR (the released
+  12-layer / lr 1e-5 configuration cannot run; see README).
+* AE + INR and SUICA-MSE are :class:`suica.SUICA` with ``use_graph=False`` / ``decoder_loss="mse"``.
+
+Every baseline has ``fit(adata, train_idx=None)`` and ``predict(coords, allow_extrapolation=False) -> AnnData``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from suica.config import SUICAConfig
+from suica.coords import CoordFrame, check_coords
+from suica.data import validate_adata
+from suica.errors import SUICAInputError
+
+
+def _wrap(coords, y, var_names, frame):
+    import anndata as ad
+    import pandas as pd
+
+    obs = pd.DataFrame({"extrapolated": frame.outside(coords)}, index=[f"q{i}" for i in range(len(coords))])
+    out = ad.AnnData(X=np.asarray(y, dtype=np.float32), obs=obs, var=pd.DataFrame(index=var_names))
+    out.obsm["spatial"] = np.asarray(coords, dtype=np.float64)
+    return out
+
+
+def _subset(adata, train_idx):
+    from suica.estimator import _train_idx
+
+    idx = _train_idx(adata.n_obs, train_idx)
+    return adata[idx]
+
+
+class Interpolator:
+    """Spatial interpolation baseline (``"linear"`` griddata or ``"idw"``)."""
+
+    def __init__(self, *, method: str = "linear", k: int = 8, power: float = 2.0):
+        if method not in ("linear", "nearest", "idw"):
+            raise SUICAInputError(f"method must be 'linear', 'nearest' or 'idw', got {method!r}")
+        self.method, self.k, self.power = method, k, power
+        self.frame = None
+
+    def fit(self, adata, *, train_idx=None) -> Interpolator:
+        sub = _subset(adata, train_idx)
+        self.y, coords = validate_adata(sub, min_spots=max(self.k, 4))
+        self.frame = CoordFrame.fit(coords)
+        self.u = self.frame.transform(coords)
+        self.var_names = [str(v) for v in sub.var_names]
+        return self
+
+    def predict(self, coords, *, allow_extrapolation: bool = False):
+        from scipy.interpolate import griddata
+        from scipy.spatial import cKDTree
+
+        if self.frame is None:
+            raise SUICAInputError("Interpolator is not fitted")
+        coords = check_coords(coords, name="query coords")
+        q = self.frame.transform(coords, allow_extrapolation=allow_extrapolation)
+        if self.method in ("linear", "nearest"):
+            y = griddata(self.u, self.y, q, method=self.method, fill_value=np.nan)
+            miss = np.isnan(y).any(axis=1)
+            if miss.any():
+                y[miss] = griddata(self.u, self.y, q[miss], method="nearest")
+        else:
+            d, j = cKDTree(self.u).query(q, k=self.k)  # (n, k)
+            w = 1.0 / np.maximum(d, 1e-12) ** self.power
+            exact = d[:, 0] < 1e-12
+            w[exact] = 0.0
+            w[exact, 0] = 1.0
+            w /= w.sum(1, keepdims=True)
+            y = np.einsum("nk,nkg->ng", w, self.y[j])
+        return _wrap(coords, y, self.var_names, self.frame)
+
+
+class INRRaw:
+    """INR fitted directly on the genes (``u (n, d) -> ŷ (n, G)``, final ReLU, MSE)."""
+
+    def __init__(self, *, config: SUICAConfig | None = None, epochs: int | None = None, device: str = "cpu", **overrides):
+        base = config.to_dict() if config is not None else {}
+        base.update(overrides)
+        self.config = SUICAConfig.from_dict(base)
+        self.epochs = epochs if epochs is not None else self.config.inr_epochs + self.config.decoder_epochs
+        self.device = device
+        self.frame = None
+        self.history: list[float] = []
+
+    def fit(self, adata, *, train_idx=None) -> INRRaw:
+        import torch
+
+        from suica.networks import make_inr
+
+        c = self.config
+        sub = _subset(adata, train_idx)
+        y_np, coords = validate_adata(sub)
+        self.var_names = [str(v) for v in sub.var_names]
+        self.frame = CoordFrame.fit(coords, keep_ratio=c.keep_ratio)
+        torch.manual_seed(c.seed)
+        self.model = make_inr(kind=c.inr, in_dim=coords.shape[1], out_dim=y_np.shape[1], width=c.inr_width,
+                              n_layers=c.inr_layers, mapping_size=c.ffn_mapping, scale=c.ffn_scale,
+                              hidden_activation=c.ffn_hidden_activation, w0=c.siren_w0, final="relu", seed=c.seed)
+        u = torch.as_tensor(self.frame.transform(coords), dtype=torch.float32)
+        y = torch.as_tensor(y_np)
+        opt = torch.optim.AdamW(self.model.parameters(), lr=c.inr_lr)
+        for _ in range(self.epochs):
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.mse_loss(self.model(u), y)
+            loss.backward()
+            opt.step()
+            self.history.append(float(loss.detach()))
+        self.model.eval()
+        return self
+
+    def predict(self, coords, *, allow_extrapolation: bool = False):
+        import torch
+
+        if self.frame is None:
+            raise SUICAInputError("INRRaw is not fitted")
+        coords = check_coords(coords, name="query coords")
+        u = self.frame.transform(coords, allow_extrapolation=allow_extrapolation)
+        with torch.no_grad():
+            y = self.model(torch.as_tensor(u, dtype=torch.float32)).numpy()
+        return _wrap(coords, y, self.var_names, self.frame)

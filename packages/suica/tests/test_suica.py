@@ -1,5 +1,0 @@
-from suica.registry import METHOD
-
-
-def test_registered_name():
-    assert METHOD.name == "suica"
