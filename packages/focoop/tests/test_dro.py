@@ -3,9 +3,16 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-
-from focoop.dro import (DROState, adversarial_perturbations, bidro_loss, detection_loss, dro_weights,
-                        kl_dro_loss, robust_sample_losses, update_multipliers)
+from focoop.dro import (
+    DROState,
+    adversarial_perturbations,
+    bidro_loss,
+    detection_loss,
+    dro_weights,
+    kl_dro_loss,
+    robust_sample_losses,
+    update_multipliers,
+)
 from focoop.errors import FOCoOpConfigError
 
 

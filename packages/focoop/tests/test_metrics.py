@@ -1,9 +1,8 @@
 import numpy as np
 import pytest
-from scipy.stats import norm
-
 from focoop.errors import FOCoOpConfigError
 from focoop.metrics import auroc, fpr_at_95_tpr, fpr_at_95_tpr_official
+from scipy.stats import norm
 
 
 @pytest.mark.parametrize("mu", [0.5, 1.5, 3.0])

@@ -3,7 +3,6 @@ import itertools
 import numpy as np
 import pytest
 import torch
-
 from focoop.errors import FOCoOpConfigError
 from focoop.ot import calibrate, transport_plan, two_means_1d
 

@@ -56,8 +56,9 @@ class FederationSetup:
         return len(self.classnames)
 
     def save(self, path: str | Path) -> Path:
-        from icml25.io import atomic_write_bytes
         import io
+
+        from icml25.io import atomic_write_bytes
 
         buf = io.BytesIO()
         torch.save(self, buf)

@@ -1,0 +1,81 @@
+import math
+
+import pytest
+import torch
+from focoop.config import FedConfig
+from focoop.engine import run_inprocess
+from focoop.errors import FOCoOpConfigError
+
+
+def _cfg(**kw):
+    base = dict(method="focoop", n_clients=2, rounds=2, local_epochs=1, n_ood=6, lr=0.05)
+    base.update(kw)
+    return FedConfig(**base)
+
+
+def test_inprocess_deterministic_and_finite(syn_setup):
+    a = run_inprocess(syn_setup, _cfg())
+    b = run_inprocess(syn_setup, _cfg())
+    for k in a.global_state:
+        assert torch.equal(a.global_state[k], b.global_state[k])
+    assert a.per_client == b.per_client
+    assert all(math.isfinite(h["loss"]) for h in a.history)
+    c = run_inprocess(syn_setup, _cfg(seed=1))
+    assert not torch.equal(a.global_state["ctx_global"], c.global_state["ctx_global"])
+
+
+def test_flower_apps_match_inprocess(syn_setup):
+    from focoop.flower import run_flower_local
+
+    cfg = _cfg()
+    a = run_inprocess(syn_setup, cfg)
+    b = run_flower_local(syn_setup, cfg)
+    for k in a.global_state:
+        torch.testing.assert_close(a.global_state[k], b.global_state[k], atol=1e-6, rtol=0)
+    for ra, rb in zip(a.per_client, b.per_client):
+        assert ra.keys() == rb.keys()
+        for k in ra:
+            assert ra[k] == pytest.approx(rb[k], abs=1e-6)
+
+
+def test_private_prompts_stay_local_and_baselines_run(syn_setup):
+    from focoop.client import client_fit
+    from focoop.prompts import init_global_state
+
+    cfg = _cfg(method="promptfolio")
+    state = init_global_state(syn_setup, cfg)
+    res = client_fit(syn_setup, cfg, cid=0, server_round=1, global_state=state, local_state=None, dro_state=None)
+    assert set(res.upload) == {"ctx_global"} and set(res.local) == {"ctx_local"}
+    assert not torch.equal(res.upload["ctx_global"], state["ctx_global"])  # trained
+    for m in ("zeroshot", "promptfl"):
+        out = run_inprocess(syn_setup, _cfg(method=m, rounds=1))
+        assert 0.0 <= out.summary()["acc"] <= 1.0
+
+
+@pytest.mark.parametrize("kw,field", [({"alpha": 0.0}, "alpha"), ({"frac": 1.5}, "frac"), ({"tau": 0.0}, "tau"),
+                                      ({"reg_m": 0.0}, "reg_m"), ({"reg_m": float("inf")}, "reg_m"),
+                                      ({"score": "maxlogit"}, "score"), ({"method": "fedavg"}, "method"),
+                                      ({"n_ood": 0}, "n_ood"), ({"ema": -0.1}, "ema"), ({"rounds": 0}, "rounds")])
+def test_bad_config(kw, field):
+    with pytest.raises(FOCoOpConfigError, match=field):
+        _cfg(**kw).validate()
+
+
+def test_too_many_ood_prompts_and_overlapping_words(syn_setup):
+    from focoop.neglabel import select_negative_words
+    from focoop.setup import check_words
+
+    with pytest.raises(ValueError, match="n_ood"):
+        run_inprocess(syn_setup, _cfg(n_ood=1000))
+    with pytest.raises(FOCoOpConfigError, match="overlap"):
+        check_words(["table", "red circle"], ["circle", "square"])
+
+    def enc(texts):
+        g = torch.Generator().manual_seed(len(texts))
+        return torch.randn(len(texts), 8, generator=g)
+
+    with pytest.raises(FOCoOpConfigError, match="n_ood"):
+        select_negative_words(enc, ["circle"], nouns=["table", "river"], k=3)
+    words = select_negative_words(enc, ["circle", "square"], nouns=["table", "river", "cloud"],
+                                  adjectives=["shiny"], k=2)
+    assert len(words) == 2 and len(set(words)) == 2
