@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from habi.cli import main
 from habi.registry import METHOD
 from icml25.testing import run_cli
@@ -34,3 +35,25 @@ def test_bad_input_is_a_clear_error(tmp_path):
     assert r.returncode == 2 and "does not exist" in r.stderr
     r = run_cli(main, ["habitize", "--planner", str(tmp_path), "--num-candidates", "0", "--out", str(tmp_path / "h")])
     assert r.returncode == 2 and "num_candidates" in r.stderr
+
+
+@pytest.mark.slow
+def test_cli_end_to_end_on_a_local_file(tmp_path):
+    import numpy as np
+    from habi.data import save_offline
+
+    rng = np.random.default_rng(0)
+    n = 400
+    data = {"observations": rng.normal(size=(n, 3)).astype(np.float32),
+            "actions": rng.uniform(-1, 1, (n, 1)).astype(np.float32),
+            "rewards": rng.normal(size=n).astype(np.float32), "terminals": np.zeros(n, bool),
+            "timeouts": np.arange(n) % 200 == 199}
+    path = save_offline(tmp_path / "d.hdf5", data, meta={"random_return": -1200.0, "expert_return": -150.0})
+    assert run_cli(main, ["train-planner", "--data", str(path), "--hidden", "16", "--steps", "3", "--batch-size", "16",
+                          "--out", str(tmp_path / "p"), "--quiet"]).returncode == 0
+    assert run_cli(main, ["habitize", "--planner", str(tmp_path / "p"), "--data", str(path), "--steps", "3",
+                          "--batch-size", "16", "--hidden", "16", "--latent-dim", "4", "--teacher-states", "50",
+                          "--out", str(tmp_path / "h"), "--quiet"]).returncode == 0
+    r = run_cli(main, ["evaluate", "--run", str(tmp_path / "h"), "--episodes", "1", "--no-benchmark",
+                       "--scorer", "planner"])
+    assert r.returncode == 0 and "normalized_score" in r.stdout

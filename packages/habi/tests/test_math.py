@@ -33,13 +33,13 @@ def test_gaussian_kl_matches_torch_distributions():
 def test_adaptive_weight_update_sign(mode, kl_value, sign):
     w = AdaptiveKLWeight(target=1.0, init=1e-3, mode=mode)
     opt = torch.optim.Adam(w.parameters(), lr=1e-2)
-    before = float(w.log_eta)
+    before = w.log_eta.item()
     kl = torch.full((8,), kl_value)
     opt.zero_grad()
     w.loss(kl).backward()
     grad = float(w.log_eta.grad)
     opt.step()
-    delta = float(w.log_eta) - before
+    delta = w.log_eta.item() - before
     if sign == 0:
         assert grad == pytest.approx(0.0, abs=1e-7)
         assert delta == pytest.approx(0.0, abs=1e-7)
@@ -184,3 +184,17 @@ def test_outputs_clipped_to_unit_box():
     assert out.shape == (9, 2) and np.all(np.abs(out) <= 1.0) and np.allclose(out, 1.0)
     single = pol.act(np.zeros(3))
     assert single.shape == (2,)
+
+
+def test_fused_twin_mlp_equals_separate_mlps():
+    from habi.nets import FusedTwinMLP, mlp
+
+    torch.manual_seed(0)
+    a, b = mlp(5, [16, 16], 3), mlp(5, [16, 16], 3)
+    x = torch.randn(7, 5)
+    fa, fb = FusedTwinMLP(a, b)(x)
+    torch.testing.assert_close(fa, a(x), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fb, b(x), atol=1e-5, rtol=1e-5)
+    # the functional MLP forward equals plain nn.Sequential semantics
+    seq = torch.nn.Sequential(*a)
+    torch.testing.assert_close(torch.nn.Sequential.forward(seq, x), a(x))

@@ -53,8 +53,18 @@ class TrainPlannerConfig(CommonOptions):
     """Width of the noise MLP and the critic (paper 256)."""
     diffusion_steps: int = 5
     """DDPM steps T."""
-    steps: int = 2500
-    """Gradient steps."""
+    steps: int = 1200
+    """Gradient steps (Diffusion-QL: 2M)."""
+    batch_size: int = 128
+    """Minibatch size (Diffusion-QL: 256)."""
+    lr: float = 1e-3
+    """Adam learning rate (Diffusion-QL: 3e-4; larger for CPU-scale step counts)."""
+    eta: float = 0.2
+    """Weight of the Q term in the actor loss (Diffusion-QL MuJoCo: 1)."""
+    tau: float = 0.02
+    """Target critic / EMA actor update rate (Diffusion-QL: 0.005)."""
+    gamma: float = 0.98
+    """Discount (Diffusion-QL: 0.99)."""
     num_candidates: int = 50
     """Candidates per decision."""
 
@@ -67,12 +77,14 @@ class HabitizeCliConfig(CommonOptions):
     """Run folder of `habi train-planner`."""
     data: Path = Path("runs/data/medium.hdf5")
     """The offline data set whose states the planner labels."""
-    latent_dim: int = 64
+    latent_dim: int = 32
     """d_z (paper 256)."""
     hidden: int = 128
     """Width of prior/posterior/decoder/critic (paper 256)."""
-    steps: int = 3000
-    """Gradient steps."""
+    steps: int = 1500
+    """Gradient steps (paper 1M)."""
+    batch_size: int = 128
+    """Minibatch size (paper 256)."""
     num_candidates: int = 5
     """N_c at habitual inference."""
     scorer: Literal["habi", "planner", "planner_target", "none"] = "habi"
@@ -81,9 +93,9 @@ class HabitizeCliConfig(CommonOptions):
     """Target of the adaptive KL weight."""
     kl_lr: float = 3e-4
     """Adam lr of log eta_KL (paper 3e-4)."""
-    kl_init: float = 1e-6
-    """Initial eta_KL (paper 1e-6)."""
-    teacher_states: int = 5000
+    kl_init: float = 1.0
+    """Initial eta_KL (paper 1e-6; 1.0 here because a few thousand steps cannot move it from 1e-6)."""
+    teacher_states: int = 3000
     """Data-set states labelled by the planner (subsampled)."""
     stored_candidates: int = 10
     """Candidates stored per state for the habitual critic."""
@@ -145,7 +157,8 @@ def train_planner_cmd(cfg: TrainPlannerConfig) -> int:
     data = load_offline(cfg.data, obs_dim=obs_dim, act_dim=act_dim)
     pcfg = PlannerConfig(obs_dim=obs_dim, act_dim=act_dim, hidden=cfg.hidden, steps=cfg.diffusion_steps,
                          num_candidates=cfg.num_candidates)
-    tcfg = PlannerTrainConfig(steps=cfg.steps)
+    tcfg = PlannerTrainConfig(steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, eta=cfg.eta, tau=cfg.tau,
+                              gamma=cfg.gamma)
     rd = open_run_dir("habi", cfg)
     rd.write_config({**asdict(cfg), "data": str(cfg.data)})
     seed_everything(cfg.seed)
@@ -169,7 +182,7 @@ def habitize_cmd(cfg: HabitizeCliConfig) -> int:
     from habi.teacher import generate_goal_directed_behavior
 
     check_inference_options(cfg.num_candidates, cfg.scorer, "sample")
-    hcfg = HabitizeConfig(steps=cfg.steps, kld_target=cfg.kld_target, kl_lr=cfg.kl_lr, kl_init=cfg.kl_init)
+    hcfg = HabitizeConfig(steps=cfg.steps, batch_size=cfg.batch_size, kld_target=cfg.kld_target, kl_lr=cfg.kl_lr, kl_init=cfg.kl_init)
     planner = DiffusionPlanner.from_pretrained(cfg.planner)
     arch = HabiConfig(obs_dim=planner.config.obs_dim, act_dim=planner.config.act_dim, latent_dim=cfg.latent_dim,
                       hidden=cfg.hidden, critic_hidden=cfg.hidden)

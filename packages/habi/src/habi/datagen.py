@@ -51,6 +51,9 @@ class DataGenConfig:
     eval_episodes: int = 5
     """Episodes per checkpoint / reference evaluation."""
     seed: int = 0
+    require_improvement: bool = True
+    """Fail if SAC does not beat the random policy (off only for smoke tests, where references are then
+    placeholders: expert = random + 1)."""
 
     def __post_init__(self) -> None:
         for name in ("sac_steps", "checkpoint_every", "sac_hidden", "n_transitions", "eval_episodes"):
@@ -140,8 +143,10 @@ def make_offline_data(config: DataGenConfig, *, cache: bool = True, progress: bo
         best = max(ckpts, key=lambda c: c["return"])
         r_expert = best["return"]
         if r_expert <= r_random:
-            raise RuntimeError(f"SAC did not beat the random policy on {config.env_id} ({r_expert:.1f} <= "
-                               f"{r_random:.1f}); raise sac_steps")
+            if config.require_improvement:
+                raise RuntimeError(f"SAC did not beat the random policy on {config.env_id} ({r_expert:.1f} <= "
+                                   f"{r_random:.1f}); raise sac_steps")
+            r_expert = r_random + 1.0  # placeholder reference (smoke only)
         for c in ckpts:
             c["score"] = 100.0 * (c["return"] - r_random) / (r_expert - r_random)
         medium = min(ckpts, key=lambda c: abs(c["score"] - config.medium_target))

@@ -103,9 +103,9 @@ class Habitizer:
         for sch in self.sched:
             sch.step()
         kd = kl.detach()
-        return {"recon": float(recon.mean()), "kl_mean": float(kd.mean()),
+        return {"recon": recon.detach().mean().item(), "kl_mean": float(kd.mean()),
                 "kl_geomean": float(10 ** torch.log10(kd.clamp(min=1e-12)).mean()),
-                "eta_kl": float(self.kl_weight.eta), "critic_loss": float(critic_loss)}
+                "eta_kl": float(self.kl_weight.eta), "critic_loss": critic_loss.item()}
 
 
 def habitize(teacher: dict[str, np.ndarray], *, habi: HabiConfig, config: HabitizeConfig, seed: int = 0,

@@ -30,8 +30,8 @@ class HabiConfig:
 
     obs_dim: int
     act_dim: int
-    latent_dim: int = 64
-    """d_z (paper/official: 256; 64 at CPU scale)."""
+    latent_dim: int = 32
+    """d_z (paper/official: 256; 32 at CPU scale)."""
     hidden: int = 128
     """Width of prior/posterior/decoder MLPs (official 256)."""
     critic_hidden: int = 128

@@ -95,3 +95,38 @@ class MLPPolicy(nn.Module):
     def forward(self, s: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.net(s))
 
+
+
+class FusedTwinMLP:
+    """Two MLPs of identical shape on the same input, evaluated together (inference only).
+
+    ``f(x) = (mlp_a(x), mlp_b(x))`` computed as one ``Linear`` with the first layers' weights concatenated, then
+    batched matmuls (``baddbmm``) over the stacked later layers, i.e. a block-diagonal network: the same numbers
+    as running the two MLPs separately (a test checks it) in fewer, larger ops. Used for the prior's μ/σ MLPs of
+    the habitual policy and for the planner's twin critic alike. The weights are snapshotted at construction:
+    build a new one after further training. Supports Linear/Mish stacks only.
+    """
+
+    def __init__(self, mlp_a: nn.Sequential, mlp_b: nn.Sequential) -> None:
+        la = [m for m in mlp_a if isinstance(m, nn.Linear)]
+        lb = [m for m in mlp_b if isinstance(m, nn.Linear)]
+        kinds_a = [type(m) for m in mlp_a]
+        if kinds_a != [type(m) for m in mlp_b] or any(k not in (nn.Linear, nn.Mish) for k in kinds_a):
+            raise TypeError("FusedTwinMLP needs two Linear/Mish MLPs of identical layout")
+        with torch.no_grad():
+            self.w0 = torch.cat([la[0].weight, lb[0].weight], 0).clone()  # (2h, in)
+            self.b0 = torch.cat([la[0].bias, lb[0].bias], 0).clone()  # (2h,)
+            self.ws = [torch.stack([a.weight.t(), b.weight.t()]).contiguous() for a, b in zip(la[1:], lb[1:], strict=True)]
+            self.bs = [torch.stack([a.bias, b.bias])[:, None, :].clone() for a, b in zip(la[1:], lb[1:], strict=True)]
+        self.h = la[0].out_features
+
+    def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        b = x.shape[0]
+        y = F.mish(F.linear(x, self.w0, self.b0))  # (B, 2h)
+        y = y.view(b, 2, self.h).transpose(0, 1)  # (B, 2h) -> (2, B, h)
+        n = len(self.ws)
+        for i, (w, bias) in enumerate(zip(self.ws, self.bs, strict=True)):
+            y = torch.baddbmm(bias, y, w)  # (2, B, h_i) @ (2, h_i, h_{i+1})
+            if i < n - 1:
+                y = F.mish(y)
+        return y[0], y[1]

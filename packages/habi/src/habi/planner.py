@@ -25,7 +25,7 @@ from torch import nn
 
 from habi.data import GaussianNormalizer, qlearning_dataset
 from habi.diffusion import DDPM
-from habi.nets import TwinQ
+from habi.nets import FusedTwinMLP, TwinQ
 
 
 @dataclass(frozen=True)
@@ -93,12 +93,16 @@ class DiffusionPlanner:
     def __init__(self, *, config: PlannerConfig, nets: PlannerNets, normalizer: GaussianNormalizer) -> None:
         self.config, self.nets, self.normalizer = config, nets, normalizer
         self.nets.eval()
+        # twin critics evaluated together (weights snapshotted: the planner is frozen)
+        self._q = FusedTwinMLP(nets.critic.q1, nets.critic.q2)
+        self._q_target = FusedTwinMLP(nets.critic_target.q1, nets.critic_target.q2)
 
     # ----------------------------------------------------------------- scoring
     @torch.no_grad()
     def q_min(self, s: torch.Tensor, a: torch.Tensor, *, target: bool = False) -> torch.Tensor:
         """``min(Q_1, Q_2)`` of the online (or target) critic; ``s (B, obs), a (B, act) -> (B,)`` (s normalised)."""
-        return (self.nets.critic_target if target else self.nets.critic).q_min(s, a)
+        q1, q2 = (self._q_target if target else self._q)(torch.cat([s, a], dim=-1))
+        return torch.minimum(q1, q2).squeeze(-1)
 
     @torch.no_grad()
     def candidates(self, s: torch.Tensor, *, n: int | None = None, target: bool = False
@@ -169,7 +173,8 @@ class DiffusionPlanner:
 
 @dataclass(frozen=True)
 class PlannerTrainConfig:
-    """Diffusion-QL training hyper-parameters."""
+    """Diffusion-QL training hyper-parameters (defaults: Diffusion-QL's; `habi reproduce` and the CLI use a
+    CPU-scale set: batch 128, lr 1e-3, eta 0.2, tau 0.02, gamma 0.98, about 1k steps)."""
 
     steps: int = 5000
     """Gradient steps."""
@@ -187,6 +192,9 @@ class PlannerTrainConfig:
             raise ValueError(f"planner training steps and batch_size must be >= 1, got {self.steps}, {self.batch_size}")
         if self.lr <= 0:
             raise ValueError(f"planner lr must be > 0, got {self.lr}")
+        if not 0 < self.gamma <= 1 or not 0 < self.tau <= 1 or self.eta < 0:
+            raise ValueError(f"planner gamma and tau must be in (0, 1] and eta >= 0, got {self.gamma}, {self.tau}, "
+                             f"{self.eta}")
 
 
 def _soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
@@ -250,6 +258,6 @@ def train_planner(data: dict[str, np.ndarray], *, config: PlannerConfig, train: 
         _soft_update(nets.critic_target, nets.critic, train.tau)
         _soft_update(nets.ema_actor, nets.actor, train.tau)
         if log is not None and (step % every == 0 or step == train.steps):
-            log(step, stage="planner", critic_loss=float(critic_loss), bc_loss=float(bc), q_loss=float(q_loss),
-                q_mean=float(q1.mean()), seconds=round(time.perf_counter() - t0, 2))
+            log(step, stage="planner", critic_loss=critic_loss.item(), bc_loss=bc.item(), q_loss=q_loss.item(),
+                q_mean=q1.detach().mean().item(), seconds=round(time.perf_counter() - t0, 2))
     return DiffusionPlanner(config=config, nets=nets, normalizer=norm)

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 
 from habi.data import GaussianNormalizer
 from habi.model import SIGMA_FLOOR, HabiConfig, Synergy
+from habi.nets import FusedTwinMLP
 
 SCORERS = ("habi", "planner", "planner_target", "none")
 LATENTS = ("sample", "mean")
@@ -76,6 +77,7 @@ class HabitualPolicy:
         self.cfg: HabiConfig = model.cfg
         self._mean = torch.tensor(normalizer.mean, dtype=torch.float32)
         self._std = torch.tensor(normalizer.std, dtype=torch.float32)
+        self._prior = FusedTwinMLP(model.prior.mu, model.prior.sigma)  # weights snapshotted (frozen policy)
 
     def act_normalized(self, s: torch.Tensor) -> torch.Tensor:
         """Habitual inference for normalised states ``s (B, obs_dim) -> (B, act_dim)`` in [-1, 1]."""
@@ -84,8 +86,8 @@ class HabitualPolicy:
 
     def _decide(self, s: torch.Tensor) -> torch.Tensor:
         b, n, m = s.shape[0], self.num_candidates, self.model
-        mu = m.prior.mu(s)  # (B, d_z)
-        sigma = F.softplus(m.prior.sigma(s)) + SIGMA_FLOOR  # (B, d_z)
+        mu, pre_sigma = self._prior(s)  # (B, d_z) each: the two prior MLPs, fused
+        sigma = F.softplus(pre_sigma) + SIGMA_FLOOR
         if self.latent == "mean":
             z = mu
         else:

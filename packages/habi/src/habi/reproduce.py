@@ -57,17 +57,23 @@ class Budget:
     bench_planner: int
     bench_rounds: int
     planner_batch: int = 128
+    planner_lr: float = 1e-3
+    planner_eta: float = 0.2
+    planner_tau: float = 0.02
+    planner_gamma: float = 0.98
     habi_batch: int = 128
     latent_dim: int = 32
     habi_hidden: int = 128
     fast_kl_lr: float = 1e-2
+    main_kl_init: float = 1.0
 
 
-FULL = Budget(data=DataGenConfig(), planner_hidden=128, planner_steps=1500, teacher_states=3000, habi_steps=2000,
-              regress_steps=1500, seeds=3, episodes=10, bench_habi=2000, bench_planner=300, bench_rounds=5)
-QUICK = replace(FULL, planner_steps=400, teacher_states=1500, habi_steps=600, regress_steps=500, seeds=1,
-                episodes=5, bench_habi=1000, bench_planner=100)
-SMOKE = Budget(data=DataGenConfig(sac_steps=300, checkpoint_every=150, n_transitions=600, eval_episodes=1),
+FULL = Budget(data=DataGenConfig(), planner_hidden=128, planner_steps=1200, teacher_states=3000, habi_steps=1500,
+              regress_steps=2000, seeds=3, episodes=10, bench_habi=2000, bench_planner=300, bench_rounds=5)
+QUICK = replace(FULL, planner_steps=300, teacher_states=1000, habi_steps=500, regress_steps=500, seeds=1,
+                episodes=4, bench_habi=1000, bench_planner=100, bench_rounds=3)
+SMOKE = Budget(data=DataGenConfig(sac_steps=300, checkpoint_every=150, n_transitions=600, eval_episodes=1,
+                                  require_improvement=False),
                planner_hidden=32, planner_steps=20, teacher_states=100, habi_steps=30, regress_steps=20, seeds=1,
                episodes=1, bench_habi=40, bench_planner=10, bench_rounds=2)
 
@@ -100,7 +106,8 @@ def run(b: Budget, *, out: Path, seed: int, progress: bool = True) -> Report:
     # ---- teacher (one per run, seed recorded) -------------------------------------------------------------------
     t0 = time.perf_counter()
     pcfg = PlannerConfig(obs_dim=obs_dim, act_dim=act_dim, hidden=b.planner_hidden)
-    planner = train_planner(data, config=pcfg, train=PlannerTrainConfig(steps=b.planner_steps, batch_size=b.planner_batch), seed=seed,
+    planner = train_planner(data, config=pcfg, train=PlannerTrainConfig(steps=b.planner_steps, batch_size=b.planner_batch, lr=b.planner_lr,
+                                                                 eta=b.planner_eta, tau=b.planner_tau, gamma=b.planner_gamma), seed=seed,
                             log=rd.log, progress=progress)
     planner.save(out / "planner")
     teacher = generate_goal_directed_behavior(planner, data, max_states=b.teacher_states, seed=seed,
@@ -113,48 +120,55 @@ def run(b: Budget, *, out: Path, seed: int, progress: bool = True) -> Report:
     uniq = slice(0, None, k)  # one row per state (rows n·k .. n·k+k-1 share the state)
 
     names = ["Habi (Habi critic, N_c=5)", "Habi (planner critic, N_c=5)", "Habi (N_c=1, no critic)",
-             "Habi fast-dual KL (Habi critic, N_c=5)", "Planner (argmax of 50)", "Planner (softmax, target critic)",
-             "BC", "Distill-MSE"]
+             f"Habi fast dual (kl_lr={b.fast_kl_lr:g}, N_c=5)", "Habi paper KL constants (N_c=5, first seed)",
+             "Planner (argmax of 50)", "Planner (softmax, target critic)", "BC", "Distill-MSE"]
+    PLANNER = names[5]
     scores: dict[str, list[float]] = {n: [] for n in names}
-    kl_curves: dict[str, list] = {"paper constants": [], f"kl_lr={b.fast_kl_lr:g}": []}
-    eta_curves: dict[str, list] = {"paper constants": [], f"kl_lr={b.fast_kl_lr:g}": []}
-    final_kl: dict[str, list[float]] = {"paper": [], "fast": []}
-    final_eta: dict[str, list[float]] = {"paper": [], "fast": []}
+    settings = {"main": f"eta_KL init {b.main_kl_init:g} (ours)", "fast": f"kl_lr={b.fast_kl_lr:g}",
+                "paper": "paper constants (init 1e-6, kl_lr 3e-4)"}
+    kl_curves: dict[str, list] = {v: [] for v in settings.values()}
+    eta_curves: dict[str, list] = {v: [] for v in settings.values()}
+    final_kl: dict[str, list[float]] = {k: [] for k in settings}
+    final_eta: dict[str, list[float]] = {k: [] for k in settings}
     steps_axis: list[int] = []
     hcfg = HabiConfig(obs_dim=obs_dim, act_dim=act_dim, latent_dim=b.latent_dim, hidden=b.habi_hidden,
                       critic_hidden=b.habi_hidden)
+    hkw = {"steps": b.habi_steps, "batch_size": b.habi_batch}
     seeds = [seed + i for i in range(b.seeds)]
     t_train = 0.0
     t_eval = 0.0
     bench_models = None
     for s in seeds:
         t0 = time.perf_counter()
-        model, hist = habitize(teacher, habi=hcfg, config=HabitizeConfig(steps=b.habi_steps, batch_size=b.habi_batch), seed=s,
-                               log=rd.log, progress=progress)
-        fast, hist_f = habitize(teacher, habi=hcfg, config=HabitizeConfig(steps=b.habi_steps, batch_size=b.habi_batch,
-                                                                       kl_lr=b.fast_kl_lr),
-                                seed=s, progress=progress)
+        runs = {"main": HabitizeConfig(**hkw, kl_init=b.main_kl_init), "fast": HabitizeConfig(**hkw, kl_lr=b.fast_kl_lr)}
+        if s == seeds[0]:
+            runs["paper"] = HabitizeConfig(**hkw)
+        models = {}
+        for key, hc in runs.items():
+            models[key], hist = habitize(teacher, habi=hcfg, config=hc, seed=s, progress=progress,
+                                         log=(lambda step, _k=key, **m: rd.log(step, setting=_k, **m)))
+            steps_axis = [h["step"] for h in hist]
+            kl_curves[settings[key]].append([h["kl_geomean"] for h in hist])
+            eta_curves[settings[key]].append([h["eta_kl"] for h in hist])
+            final_kl[key].append(hist[-1]["kl_geomean"])
+            final_eta[key].append(hist[-1]["eta_kl"])
         bc = regress_policy(norm(q["observations"]), q["actions"], normalizer=norm,
                             config=RegressConfig(steps=b.regress_steps, batch_size=b.habi_batch), seed=s)
         distill = regress_policy(teacher["states"][uniq], teacher["best_actions"][uniq], normalizer=norm,
                                  config=RegressConfig(steps=b.regress_steps, batch_size=b.habi_batch), seed=s)
         t_train += time.perf_counter() - t0
-        steps_axis = [h["step"] for h in hist]
-        for key, hh in (("paper constants", hist), (f"kl_lr={b.fast_kl_lr:g}", hist_f)):
-            kl_curves[key].append([h["kl_geomean"] for h in hh])
-            eta_curves[key].append([h["eta_kl"] for h in hh])
-        final_kl["paper"].append(hist[-1]["kl_geomean"])
-        final_kl["fast"].append(hist_f[-1]["kl_geomean"])
-        final_eta["paper"].append(hist[-1]["eta_kl"])
-        final_eta["fast"].append(hist_f[-1]["eta_kl"])
+        model = models["main"]
         policies = {
             names[0]: HabitualPolicy(model=model, normalizer=norm, num_candidates=5, scorer="habi"),
             names[1]: HabitualPolicy(model=model, normalizer=norm, num_candidates=5, scorer="planner",
                                      planner=planner),
             names[2]: HabitualPolicy(model=model, normalizer=norm, num_candidates=1, scorer="none"),
-            names[3]: HabitualPolicy(model=fast, normalizer=norm, num_candidates=5, scorer="habi"),
-            names[4]: planner, names[5]: planner_soft, names[6]: bc, names[7]: distill,
+            names[3]: HabitualPolicy(model=models["fast"], normalizer=norm, num_candidates=5, scorer="habi"),
+            PLANNER: planner, names[6]: planner_soft, names[7]: bc, names[8]: distill,
         }
+        if "paper" in models:
+            policies[names[4]] = HabitualPolicy(model=models["paper"], normalizer=norm, num_candidates=5,
+                                                scorer="habi")
         t0 = time.perf_counter()
         torch.manual_seed(s)
         for name, pol in policies.items():
@@ -171,7 +185,7 @@ def run(b: Budget, *, out: Path, seed: int, progress: bool = True) -> Report:
     # ---- decision frequency (batch 1, one thread, interleaved rounds) -----------------------------------------
     t0 = time.perf_counter()
     assert bench_models is not None
-    bench_names = names[:3] + [names[4]]
+    bench_names = names[:3] + [PLANNER]
     obs_bench = data["observations"][:: max(1, len(data["observations"]) // 500)]
     counts = {n: (b.bench_planner if n.startswith("Planner") else b.bench_habi) for n in bench_names}
     hz = decision_frequency({n: bench_models[n].act for n in bench_names}, obs_bench, decisions=counts,
@@ -181,13 +195,13 @@ def run(b: Budget, *, out: Path, seed: int, progress: bool = True) -> Report:
     hz_paper = decision_frequency({"paper-size planner": paper_arch.act}, obs_bench, decisions=b.bench_planner,
                                   rounds=b.bench_rounds, warmup=min(20, b.bench_planner))
     thr = {n: batched_throughput(bench_models[n].act_batch, obs_bench, batch=50, calls=10 if not b.seeds == 1 else 5)
-           for n in (names[0], names[4])}
+           for n in (names[0], PLANNER)}
     t_bench = time.perf_counter() - t0
     torch.set_num_threads(prev_threads)
 
     # ---- claims -----------------------------------------------------------------------------------------------
     rep = Report(method="habi", seeds=seeds)
-    ours, base = scores[names[0]], scores[names[4]]
+    ours, base = scores[names[0]], scores[PLANNER]
     pm = mean_sd(base)[0]
     rep.add(Claim.compare(
         claim="Habi (planner-free, Habi critic) is comparable to its diffusion planner: normalised return >= 90% "
@@ -199,8 +213,8 @@ def run(b: Budget, *, out: Path, seed: int, progress: bool = True) -> Report:
         claim="Habi with the official MuJoCo scorer (planner's online critic) is comparable to the planner",
         metric=f"{env_id} medium normalised score", ours=scores[names[1]], baseline=base,
         baseline_name="Diffusion-QL planner (argmax of 50)", paper=PAPER_RETURN, margin=-0.1 * abs(pm)))
-    h_hz, p_hz = float(hz[names[0]]["hz"]), float(hz[names[4]]["hz"])
-    ratio = speedup(hz, names[0], names[4])
+    h_hz, p_hz = float(hz[names[0]]["hz"]), float(hz[PLANNER]["hz"])
+    ratio = speedup(hz, names[0], PLANNER)
     rep.add(Claim(claim=f"Habi decides at >= {HZ_TARGET:.0f} Hz (batch 1, 1 CPU thread, after warm-up)",
                   metric="decisions/s", ours=h_hz, baseline=HZ_TARGET, baseline_name="800 Hz target",
                   holds=h_hz >= HZ_TARGET, paper=PAPER_HZ,
@@ -217,17 +231,17 @@ def run(b: Budget, *, out: Path, seed: int, progress: bool = True) -> Report:
     rep.add(Claim(claim=f"The adaptive KL weight drives the (geometric-mean) KL to its target 1, within a factor 2 "
                         f"(fast dual step kl_lr={b.fast_kl_lr:g})",
                   metric="|log10 KL - log10 target| at the end (decades)", ours=mean_sd(gap_fast)[0],
-                  baseline=mean_sd(gap_paper)[0], baseline_name="paper constants (kl_lr=3e-4, init 1e-6)",
+                  baseline=mean_sd(gap_paper)[0], baseline_name="paper constants (kl_lr=3e-4, init 1e-6; first seed)",
                   holds=mean_sd(gap_fast)[0] <= KL_TOL_DECADES, paper=PAPER_KL, higher_is_better=False,
-                  ours_sd=mean_sd(gap_fast)[1] if len(seeds) > 1 else None,
-                  baseline_sd=mean_sd(gap_paper)[1] if len(seeds) > 1 else None, seeds=len(seeds),
+                  ours_sd=mean_sd(gap_fast)[1] if len(seeds) > 1 else None, seeds=len(seeds),
                   note=f"final eta_KL {np.mean(final_eta['fast']):.3g} (fast) vs {np.mean(final_eta['paper']):.3g} "
                        f"(paper constants, {b.habi_steps} steps: log eta moves ~3e-4 per Adam step)"))
     rep.add(Claim(claim="With the paper's constants the adaptive KL reaches its target within the CPU step budget",
                   metric="|log10 KL - log10 target| at the end (decades)", ours=mean_sd(gap_paper)[0],
                   baseline=KL_TOL_DECADES, baseline_name="tolerance (factor 2)",
                   holds=mean_sd(gap_paper)[0] <= KL_TOL_DECADES, paper=PAPER_KL, higher_is_better=False,
-                  note=f"{b.habi_steps} steps vs 1M in the paper; eta_KL needs ~46k Adam steps to climb from 1e-6 to 1"))
+                  note=f"first seed; {b.habi_steps} steps vs 1M in the paper; eta_KL needs ~46k Adam steps to climb "
+                       "from 1e-6 to 1"))
 
     # ---- tables and figures -----------------------------------------------------------------------------------
     rows = []
@@ -241,15 +255,16 @@ def run(b: Budget, *, out: Path, seed: int, progress: bool = True) -> Report:
     rep.add_table("Decision frequency (batch 1, 1 thread)", ["policy", "decisions/s", "median latency (us)"], hz_rows)
     rep.add_table("Batched throughput (50 states per call, 1 thread; not the paper's metric)",
                   ["policy", "decisions/s"], [[n, round(v, 1)] for n, v in thr.items()])
-    rep.add_table("Adaptive KL (end of habitization)", ["setting", "KL geo-mean", "eta_KL"],
-                  [["paper constants", round(float(np.mean(final_kl["paper"])), 3), float(np.mean(final_eta["paper"]))],
-                   [f"kl_lr={b.fast_kl_lr:g}", round(float(np.mean(final_kl["fast"])), 3),
-                    float(np.mean(final_eta["fast"]))]])
+    rep.add_table("Adaptive KL (end of habitization, target 1)", ["setting", "KL geo-mean", "eta_KL", "runs"],
+                  [[settings[k], round(float(np.mean(final_kl[k])), 4), float(np.mean(final_eta[k])), len(final_kl[k])]
+                   for k in settings])
     rep.add_table("Data and budget", ["item", "value"], [
         ["env", env_id], ["data set", f"medium: {len(data['observations'])} steps"],
         ["random / expert return", f"{meta['random_return']:.1f} / {meta['expert_return']:.1f}"],
         ["medium checkpoint", f"step {meta['medium_step']} (score {meta['medium_score']:.1f})"],
-        ["planner", f"hidden {b.planner_hidden}, {b.planner_steps} steps, 50 cand. x {pcfg.steps} DDPM steps"],
+        ["planner", f"hidden {b.planner_hidden}, {b.planner_steps} steps (batch {b.planner_batch}, lr {b.planner_lr:g}, "
+                    f"eta {b.planner_eta:g}, tau {b.planner_tau:g}, gamma {b.planner_gamma:g}), 50 cand. x "
+                    f"{pcfg.steps} DDPM steps"],
         ["habi", f"d_z {hcfg.latent_dim}, hidden {hcfg.hidden}, {b.habi_steps} steps"],
         ["seconds data/teacher/train/eval/bench", f"{t_data:.0f}/{t_teacher:.0f}/{t_train:.0f}/{t_eval:.0f}/"
                                                   f"{t_bench:.0f}"],
