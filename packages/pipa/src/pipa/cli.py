@@ -1,13 +1,174 @@
-"""Command line of pipa: ``pipa reproduce [--quick]``."""
+"""Command line of pipa: ``pipa make-data | train | evaluate | reproduce``."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
-from icml25.cli_helpers import ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from pipa.registry import METHOD
 
 
+@dataclass(frozen=True)
+class MakeDataConfig(CommonOptions):
+    """Train (or load from cache) the noisy-scratchpad prior p⁰ and write labelled preference data as JSONL."""
+
+    n_prompts: int = 400
+    """Prompts to sample completions for."""
+    k: int = 4
+    """Completions sampled per prompt (temperature 1)."""
+    prior_steps: int = 300
+    """SFT steps of the prior on noisy scratchpads (stopped early so its samples mix right and wrong)."""
+    step_error: float = 0.15
+    """Probability that a column step of the prior's training data is wrong."""
+
+
+@dataclass(frozen=True)
+class TrainConfig(CommonOptions):
+    """Align a policy with PIPA-M or PIPA-N on a JSONL dataset (paired, unpaired or step format)."""
+
+    data: Path = Path("data.jsonl")
+    """JSONL rows: prompt/chosen/rejected, prompt/completion/label, or prompt/steps/step_labels."""
+    prior: str = "testbed"
+    """The prior p⁰ (also the starting policy): 'testbed' (the noisy-scratchpad tiny LM) or a local HF model dir."""
+    variant: Literal["M", "N"] = "N"
+    """PIPA-M (marginal prior) or PIPA-N (negative-conditional prior)."""
+    steps: int = 80
+    """Optimizer steps."""
+    lr: float = 2e-4
+    """Learning rate."""
+    batch_size: int = 16
+    """Rows per step (pairs count as one row)."""
+    max_length: int = 64
+    """Longest <s> prompt completion </s>; longer rows are an error."""
+    lora_r: int = 0
+    """LoRA rank through peft (0: full fine-tuning)."""
+    prior_steps: int = 300
+    """With --prior testbed: SFT steps of the prior."""
+
+
+@dataclass(frozen=True)
+class EvaluateConfig(CommonOptions):
+    """Held-out greedy accuracy of a trained PIPA model (and of its prior)."""
+
+    model: Path = Path("runs/pipa/model")
+    """Folder written by `pipa train` (lm/ + value_head.safetensors)."""
+    prior: str = "testbed"
+    """'testbed' or a local HF model dir (the same prior used for training)."""
+    n_prompts: int = 400
+    """Held-out prompts (operands never seen in training)."""
+    prior_steps: int = 300
+    """With --prior testbed: SFT steps of the prior."""
+
+
+def _prior(spec: str, prior_steps: int):
+    if spec == "testbed":
+        from pipa.data import noisy_prior
+
+        return noisy_prior(steps=prior_steps, seed=0)
+    path = Path(spec)
+    if not path.is_dir():
+        raise ValueError(f"--prior must be 'testbed' or an existing local model folder, got {spec!r} "
+                         "(hub ids are not loaded here: download the model first)")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return (AutoModelForCausalLM.from_pretrained(path, local_files_only=True),
+            AutoTokenizer.from_pretrained(path, local_files_only=True))
+
+
+def make_data(cfg: MakeDataConfig) -> int:
+    from icml25.testbeds import lm
+
+    from pipa.data import (
+        label_samples,
+        noisy_prior,
+        paired_rows,
+        sample_completions,
+        step_paired_rows,
+        step_rows,
+        step_unpaired_rows,
+        unpaired_rows,
+    )
+
+    rd = open_run_dir("pipa", cfg)
+    rd.write_config(cfg)
+    prior, tok = noisy_prior(steps=cfg.prior_steps, seed=0, step_error=cfg.step_error)
+    prompts = [e.prompt for e in lm.make_examples("add_scratchpad", cfg.n_prompts, seed=cfg.seed, split="train")]
+    samples = label_samples(prompts, sample_completions(prior, tok, prompts, k=cfg.k, seed=cfg.seed))
+    for name, rows in (("paired", paired_rows(samples, seed=cfg.seed)), ("unpaired", unpaired_rows(samples)),
+                       ("step", step_rows(samples)), ("step_paired", step_paired_rows(samples, seed=cfg.seed)),
+                       ("step_unpaired", step_unpaired_rows(samples))):
+        rd.write_text(f"{name}.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+        if not cfg.quiet:
+            print(f"{name}: {len(rows)} rows -> {rd.path / (name + '.jsonl')}")
+    return 0
+
+
+def train(cfg: TrainConfig) -> int:
+    import copy
+
+    from icml25.seeding import seed_everything
+
+    from pipa.trainer import PIPAConfig, PIPATrainer
+
+    if not cfg.data.exists():
+        raise FileNotFoundError(f"--data {cfg.data} does not exist (make one with `pipa make-data`)")
+    rows = [json.loads(line) for line in cfg.data.read_text().splitlines() if line.strip()]
+    seed_everything(cfg.seed)
+    rd = open_run_dir("pipa", cfg)
+    rd.write_config(cfg)
+    prior, tok = _prior(cfg.prior, cfg.prior_steps)
+    peft_config = None
+    if cfg.lora_r > 0:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=2 * cfg.lora_r, target_modules="all-linear")
+    args = PIPAConfig(output_dir=str(rd.path / "trainer"), variant=cfg.variant, max_steps=cfg.steps,
+                      learning_rate=cfg.lr, per_device_train_batch_size=cfg.batch_size, seed=cfg.seed,
+                      use_cpu=cfg.device in ("auto", "cpu"), max_length=cfg.max_length, logging_steps=10,
+                      disable_tqdm=cfg.quiet)
+    trainer = PIPATrainer(model=copy.deepcopy(prior), ref_model=copy.deepcopy(prior), args=args, train_dataset=rows,
+                          processing_class=tok, peft_config=peft_config)
+    trainer.train()
+    for rec in trainer.state.log_history:
+        rd.log(rec.get("step"), **{k: v for k, v in rec.items() if k != "step"})
+    model = trainer.model
+    if peft_config is not None:
+        model.lm = model.lm.merge_and_unload()
+    model.save(rd.path / "model")
+    tok.save_pretrained(rd.path / "model" / "lm")
+    if not cfg.quiet:
+        print(f"model written to {rd.path / 'model'}")
+    return 0
+
+
+def evaluate(cfg: EvaluateConfig) -> int:
+    from icml25.testbeds import lm
+
+    from pipa.evaluate import greedy_accuracy
+    from pipa.model import ValueHeadModel
+
+    rd = open_run_dir("pipa", cfg)
+    rd.write_config(cfg)
+    model = ValueHeadModel.load(cfg.model)
+    prior, tok = _prior(cfg.prior, cfg.prior_steps)
+    prompts = [e.prompt for e in lm.make_examples("add_scratchpad", cfg.n_prompts, seed=20_000 + cfg.seed, split="test")]
+    res = {"accuracy": greedy_accuracy(model, tok, prompts), "prior_accuracy": greedy_accuracy(prior, tok, prompts),
+           "n_prompts": cfg.n_prompts}
+    rd.write_json("evaluation.json", res)
+    if not cfg.quiet:
+        print(json.dumps(res, indent=2))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return method_main(METHOD, {"reproduce": (ReproduceOptions, reproduce_command(METHOD))}, argv=argv)
+    return method_main(METHOD, {
+        "make-data": (MakeDataConfig, make_data),
+        "train": (TrainConfig, train),
+        "evaluate": (EvaluateConfig, evaluate),
+        "reproduce": (ReproduceOptions, reproduce_command(METHOD)),
+    }, argv=argv)

@@ -1,0 +1,68 @@
+"""The baselines, run through trl exactly as a user would: ``DPOTrainer`` (paired), ``KTOTrainer`` (unpaired), and
+Step-DPO / Step-KTO (the same trainers on step-level rows whose prompt carries the right prefix).
+
+trl 1.16 pitfalls handled here (see ``_tiny-lm.md``): the local tokenizer is passed as ``processing_class``, the
+reference model explicitly (``ref_model``), and every output/logging option is set so that nothing reaches the hub.
+Prompts get the ``<s>`` token in front (trl tokenizes with ``add_special_tokens=False``) so that the baselines see
+exactly the sequences PIPA sees: ``<s> prompt completion </s>``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from typing import Any
+
+__all__ = ["train_dpo", "train_kto", "common_args"]
+
+
+def common_args(*, steps: int, lr: float, batch_size: int, seed: int, out: str) -> dict[str, Any]:
+    return dict(output_dir=out, max_steps=steps, learning_rate=lr, per_device_train_batch_size=batch_size,
+                seed=seed, data_seed=seed, report_to="none", save_strategy="no", use_cpu=True, logging_steps=10**9,
+                lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, disable_tqdm=True,
+                dataloader_num_workers=0, gradient_accumulation_steps=1)
+
+
+def _bos(rows: list[dict[str, Any]], tokenizer: Any) -> list[dict[str, Any]]:
+    return [{**r, "prompt": tokenizer.bos_token + r["prompt"]} for r in rows]
+
+
+def train_dpo(model: Any, ref_model: Any, tokenizer: Any, rows: list[dict[str, Any]], *, steps: int, lr: float,
+              batch_size: int, seed: int, beta: float = 0.1, max_length: int = 64) -> dict[str, Any]:
+    """trl DPO (sigmoid loss) on ``prompt/chosen/rejected`` rows; returns timing. Trains ``model`` in place."""
+    from datasets import Dataset
+    from trl import DPOConfig, DPOTrainer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        args = DPOConfig(beta=beta, loss_type=["sigmoid"], max_length=max_length,
+                         **common_args(steps=steps, lr=lr, batch_size=batch_size, seed=seed, out=tmp))
+        trainer = DPOTrainer(model=model, ref_model=ref_model, args=args,
+                             train_dataset=Dataset.from_list(_bos(rows, tokenizer)), processing_class=tokenizer)
+        t0 = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "seconds_per_step": seconds / max(steps, 1)}
+
+
+def train_kto(model: Any, ref_model: Any, tokenizer: Any, rows: list[dict[str, Any]], *, steps: int, lr: float,
+              batch_size: int, seed: int, beta: float = 0.1, max_length: int = 64) -> dict[str, Any]:
+    """trl KTO on ``prompt/completion/label`` rows (desirable/undesirable weights balanced as KTO recommends)."""
+    from datasets import Dataset
+    from trl import KTOConfig, KTOTrainer
+
+    n_pos = sum(bool(r["label"]) for r in rows)
+    n_neg = len(rows) - n_pos
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError("KTO needs both desirable and undesirable examples")
+    # KTO paper: weights so that (w_D n_D) / (w_U n_U) lies in [1, 4/3]; we use w_D = 1, w_U = n_D / n_U (clipped)
+    undesirable_weight = min(max(n_pos / n_neg, 0.25), 4.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        args = KTOConfig(beta=beta, max_length=max_length, desirable_weight=1.0,
+                         undesirable_weight=undesirable_weight,
+                         **common_args(steps=steps, lr=lr, batch_size=batch_size, seed=seed, out=tmp))
+        trainer = KTOTrainer(model=model, ref_model=ref_model, args=args,
+                             train_dataset=Dataset.from_list(_bos(rows, tokenizer)), processing_class=tokenizer)
+        t0 = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "seconds_per_step": seconds / max(steps, 1)}

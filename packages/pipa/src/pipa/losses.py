@@ -1,0 +1,215 @@
+r"""PIPA losses: preference alignment as prior-informed maximum likelihood (Li, Wang & Liu, ICML 2025).
+
+Data are (prompt x, completion y, label c ∈ {0, 1}). The model has two learned parts and one frozen one:
+
+- the policy, the positive conditional ``f_θ(y|x) = p_θ(y | x, c=1)`` (the LM; ``log f`` is a *sum* of token
+  log-probabilities over the completion),
+- the value head, the class prior ``g_θ(x) = p_θ(c=1 | x) = σ(v_θ(x))`` (``v`` is its logit),
+- the frozen prior model ``p⁰(y|x)`` (the reference LM that generated the data).
+
+The label likelihood ``p_θ(c | x, y)`` follows from Bayes' rule once a prior ties the model to ``p⁰``:
+
+- **PIPA-M** (marginal prior ``Σ_c p_θ(y|x,c) p_θ(c|x) = p⁰(y|x)``)::
+
+      p_θ(c=1|x,y) = f g / p⁰          log p₁ = s := log f + log σ(v) − log p⁰   (must be ≤ 0)
+      L_M = −Σ_{c=1} s − Σ_{c=0} log(1 − e^s)
+
+- **PIPA-N** (negative-conditional prior ``p_θ(y|x,c=0) = p⁰(y|x)``)::
+
+      p_θ(c=1|x,y) = f g / (f g + p⁰ (1 − g)) = σ(log f − log p⁰ + v)
+      L_N = BCE-with-logits(log f − log p⁰ + v, c)
+
+Paired data (x, y_w, y_l) carry the knowledge that exactly one of the two is positive. Conditioning on that event
+(independent labels given x) gives ``P(y_w is the positive) = σ(ℓ_w − ℓ_l)`` with ``ℓ = logit p_θ(c=1|x,y)``. Under
+PIPA-N the value head cancels and the loss is exactly DPO's sigmoid loss with β = 1 and ``π_ref = p⁰``.
+
+Step-level: a completion is a sequence of steps ``y¹…y^K`` with labels ``c^k``; the model is autoregressive over
+steps, ``f_θ(y^k | x, y^{<k})`` and ``g_θ(x, y^{<k})`` (the value head read at the end of the prefix), plugged into
+the same formulas and summed over steps. With K = 1 the step-level loss equals the answer-level loss.
+
+All losses are computed in log space and stay finite for log-probabilities of any magnitude. Shapes: answer-level
+inputs are ``(batch,)``; step-level inputs are ``(batch, K)`` with a boolean ``step_mask`` (``(batch, K)``) marking
+the real steps. The equations above are our reconstruction of the paper's formulation (no official code is
+public); the package README states them and what was checked.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+__all__ = [
+    "PIPAError",
+    "log1mexp",
+    "posterior_logit",
+    "pipa_m_loss",
+    "pipa_n_loss",
+    "pipa_m_paired_loss",
+    "pipa_n_paired_loss",
+    "pipa_m_step_loss",
+    "pipa_n_step_loss",
+    "pipa_loss",
+    "dpo_sigmoid_loss",
+]
+
+VARIANTS = ("M", "N")
+M_GUARDS = ("clamp", "raise")
+
+
+class PIPAError(ValueError):
+    """Bad input to a PIPA loss, dataset or trainer."""
+
+
+def log1mexp(s: torch.Tensor) -> torch.Tensor:
+    """``log(1 − e^s)`` for ``s < 0``, stable on both sides of ``−log 2`` (Mächler 2012)."""
+    return torch.where(s > -math.log(2.0), torch.log(-torch.expm1(s)), torch.log1p(-torch.exp(s)))
+
+
+def _check(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_logits: torch.Tensor | None,
+           labels: torch.Tensor | None) -> None:
+    if policy_logps.shape != ref_logps.shape:
+        raise PIPAError(f"policy_logps {tuple(policy_logps.shape)} and ref_logps {tuple(ref_logps.shape)} differ in shape")
+    if value_logits is not None and value_logits.shape != policy_logps.shape:
+        raise PIPAError(f"value_logits {tuple(value_logits.shape)} must have the shape of policy_logps {tuple(policy_logps.shape)}")
+    for name, t in (("policy_logps", policy_logps), ("ref_logps", ref_logps), ("value_logits", value_logits)):
+        if t is not None and not torch.isfinite(t.detach()).all():
+            raise PIPAError(f"{name} has non-finite entries")
+    if labels is not None:
+        if labels.shape != policy_logps.shape:
+            raise PIPAError(f"labels {tuple(labels.shape)} must have the shape of policy_logps {tuple(policy_logps.shape)}")
+        lab = labels.detach()
+        if not ((lab == 0) | (lab == 1)).all():
+            raise PIPAError("labels must be 0 or 1")
+
+
+def _m_log_p1(policy_logps, ref_logps, value_logits, guard: str, eps: float) -> torch.Tensor:
+    if guard not in M_GUARDS:
+        raise PIPAError(f"guard must be one of {M_GUARDS}, got {guard!r}")
+    s = policy_logps + F.logsigmoid(value_logits) - ref_logps
+    if guard == "raise" and (s.detach() > 0).any():
+        raise PIPAError("PIPA-M needs f·g ≤ p⁰ (log f + log g − log p⁰ ≤ 0); got a positive value (guard='raise')")
+    # clamp keeps the gradient of in-range entries and caps f·g/p⁰ just below 1
+    return s.clamp(max=-eps)
+
+
+def posterior_logit(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_logits: torch.Tensor, *,
+                    variant: str = "N", eps: float = 1e-6) -> torch.Tensor:
+    """``logit p_θ(c=1 | x, y)`` under PIPA-M or PIPA-N (same shape as the inputs)."""
+    _check(policy_logps, ref_logps, value_logits, None)
+    if variant == "N":
+        return policy_logps - ref_logps + value_logits
+    if variant == "M":
+        s = _m_log_p1(policy_logps, ref_logps, value_logits, "clamp", eps)
+        return s - log1mexp(s)
+    raise PIPAError(f"variant must be one of {VARIANTS}, got {variant!r}")
+
+
+def _reduce(per: torch.Tensor, reduction: str) -> torch.Tensor:
+    if reduction == "mean":
+        return per.mean()
+    if reduction == "sum":
+        return per.sum()
+    if reduction == "none":
+        return per
+    raise PIPAError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def pipa_n_loss(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_logits: torch.Tensor,
+                labels: torch.Tensor, *, reduction: str = "mean") -> torch.Tensor:
+    """PIPA-N on unpaired data: ``BCE(σ(log f − log p⁰ + v), c)``. Inputs ``(batch,)``."""
+    _check(policy_logps, ref_logps, value_logits, labels)
+    logit = policy_logps - ref_logps + value_logits
+    per = F.binary_cross_entropy_with_logits(logit, labels.to(logit.dtype), reduction="none")
+    return _reduce(per, reduction)
+
+
+def pipa_m_loss(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_logits: torch.Tensor,
+                labels: torch.Tensor, *, reduction: str = "mean", guard: str = "clamp", eps: float = 1e-6) -> torch.Tensor:
+    """PIPA-M on unpaired data: ``−c·s − (1−c)·log(1 − e^s)`` with ``s = log f + log g − log p⁰``.
+
+    ``guard='clamp'`` caps ``s`` at ``−eps`` (the constraint ``f g ≤ p⁰`` of the marginal prior);
+    ``guard='raise'`` raises :class:`PIPAError` when it is violated.
+    """
+    _check(policy_logps, ref_logps, value_logits, labels)
+    s = _m_log_p1(policy_logps, ref_logps, value_logits, guard, eps)
+    lab = labels.to(s.dtype)
+    per = -(lab * s + (1.0 - lab) * log1mexp(s))
+    return _reduce(per, reduction)
+
+
+def dpo_sigmoid_loss(chosen_logps, chosen_ref_logps, rejected_logps, rejected_ref_logps, *, beta: float = 1.0,
+                     reduction: str = "mean") -> torch.Tensor:
+    """DPO's sigmoid loss ``−log σ(β[(ℓπ_w − ℓref_w) − (ℓπ_l − ℓref_l)])`` (for comparison and tests)."""
+    per = -F.logsigmoid(beta * ((chosen_logps - chosen_ref_logps) - (rejected_logps - rejected_ref_logps)))
+    return _reduce(per, reduction)
+
+
+def _paired(variant, chosen_logps, chosen_ref_logps, rejected_logps, rejected_ref_logps, chosen_value_logits,
+            rejected_value_logits, reduction, eps):
+    lw = posterior_logit(chosen_logps, chosen_ref_logps, chosen_value_logits, variant=variant, eps=eps)
+    ll = posterior_logit(rejected_logps, rejected_ref_logps, rejected_value_logits, variant=variant, eps=eps)
+    return _reduce(-F.logsigmoid(lw - ll), reduction)
+
+
+def pipa_n_paired_loss(chosen_logps: torch.Tensor, chosen_ref_logps: torch.Tensor, rejected_logps: torch.Tensor,
+                       rejected_ref_logps: torch.Tensor, value_logits: torch.Tensor | None = None, *,
+                       reduction: str = "mean") -> torch.Tensor:
+    """PIPA-N on paired data: ``−log σ(ℓ_w − ℓ_l)``. The value head (same prompt) cancels: DPO with β = 1."""
+    v = torch.zeros_like(chosen_logps) if value_logits is None else value_logits
+    return _paired("N", chosen_logps, chosen_ref_logps, rejected_logps, rejected_ref_logps, v, v, reduction, 1e-6)
+
+
+def pipa_m_paired_loss(chosen_logps: torch.Tensor, chosen_ref_logps: torch.Tensor, rejected_logps: torch.Tensor,
+                       rejected_ref_logps: torch.Tensor, value_logits: torch.Tensor, *, reduction: str = "mean",
+                       eps: float = 1e-6) -> torch.Tensor:
+    """PIPA-M on paired data: ``−log σ(ℓ_w − ℓ_l)`` with ``ℓ = s − log(1 − e^s)``; the value head does not cancel."""
+    return _paired("M", chosen_logps, chosen_ref_logps, rejected_logps, rejected_ref_logps, value_logits,
+                   value_logits, reduction, eps)
+
+
+def _step(fn, policy_logps, ref_logps, value_logits, labels, step_mask, reduction, **kw):
+    if policy_logps.ndim != 2:
+        raise PIPAError(f"step-level inputs must be (batch, steps), got {tuple(policy_logps.shape)}")
+    if step_mask is None:
+        step_mask = torch.ones_like(policy_logps, dtype=torch.bool)
+    if step_mask.shape != policy_logps.shape:
+        raise PIPAError(f"step_mask {tuple(step_mask.shape)} must have the shape of policy_logps {tuple(policy_logps.shape)}")
+    if not step_mask.any(dim=1).all():
+        raise PIPAError("every sequence needs at least one step (step_mask row is all False)")
+    m = step_mask.bool()
+    # padded steps get neutral values so that the checks and the log-space maths stay finite; they are masked out
+    zeros = torch.zeros_like(policy_logps)
+    pl = torch.where(m, policy_logps, zeros - 1.0)
+    rl = torch.where(m, ref_logps, zeros)
+    vl = torch.where(m, value_logits, zeros)
+    lab = torch.where(m, labels.to(policy_logps.dtype), zeros)
+    per_step = fn(pl, rl, vl, lab, reduction="none", **kw)  # (batch, K)
+    per_seq = (per_step * m).sum(dim=1)  # the autoregressive likelihood: sum over steps
+    return _reduce(per_seq, reduction)
+
+
+def pipa_n_step_loss(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_logits: torch.Tensor,
+                     labels: torch.Tensor, step_mask: torch.Tensor | None = None, *, reduction: str = "mean") -> torch.Tensor:
+    """Step-level PIPA-N: ``Σ_k BCE(σ(log f^k − log p⁰^k + v^k), c^k)`` per sequence; inputs ``(batch, K)``."""
+    return _step(pipa_n_loss, policy_logps, ref_logps, value_logits, labels, step_mask, reduction)
+
+
+def pipa_m_step_loss(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_logits: torch.Tensor,
+                     labels: torch.Tensor, step_mask: torch.Tensor | None = None, *, reduction: str = "mean",
+                     guard: str = "clamp", eps: float = 1e-6) -> torch.Tensor:
+    """Step-level PIPA-M: the PIPA-M terms summed over the steps of each sequence; inputs ``(batch, K)``."""
+    return _step(pipa_m_loss, policy_logps, ref_logps, value_logits, labels, step_mask, reduction, guard=guard, eps=eps)
+
+
+def pipa_loss(variant: str, policy_logps, ref_logps, value_logits, labels, step_mask=None, *, reduction="mean",
+              **kw) -> torch.Tensor:
+    """Dispatch on ``variant`` ('M' or 'N') and on the rank of the inputs (1: answer-level, 2: step-level)."""
+    if variant not in VARIANTS:
+        raise PIPAError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    if policy_logps.ndim == 1:
+        fn = pipa_m_loss if variant == "M" else pipa_n_loss
+        return fn(policy_logps, ref_logps, value_logits, labels, reduction=reduction, **kw)
+    fn = pipa_m_step_loss if variant == "M" else pipa_n_step_loss
+    return fn(policy_logps, ref_logps, value_logits, labels, step_mask, reduction=reduction, **kw)
