@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,7 +106,10 @@ def setup_method(name: str, model: nn.Module, cfg: MethodConfig) -> SetUp:
         from peft import ShiraConfig
 
         if name == "lift_static":
-            pcfg = ShiraConfig(r=cfg.budget_rank, target_modules=_linear_suffixes(model), mask_type="lift_principal")
+            with warnings.catch_warnings():  # peft warns that it does not know our mask_type; we set mask_fn below
+                warnings.simplefilter("ignore", UserWarning)
+                pcfg = ShiraConfig(r=cfg.budget_rank, target_modules=_linear_suffixes(model),
+                                   mask_type="lift_principal")
             pcfg.mask_fn = shira_mask_fn(filter_rank=cfg.filter_rank, seed=cfg.seed)
         else:
             pcfg = ShiraConfig(r=cfg.budget_rank, target_modules=_linear_suffixes(model), mask_type="random",
