@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import torch
 from suica.estimator import SUICA
 from suica.networks import GAE, FourierFeatureINR, FourierFeatures
@@ -95,3 +96,20 @@ def test_baselines_run(tissue):
     # interpolation reproduces the training spots exactly
     it = Interpolator(method="idw").fit(tissue, train_idx=tr)
     np.testing.assert_allclose(it.predict(tissue.obsm["spatial"][tr]).X, np.asarray(tissue.X)[tr], rtol=1e-5)
+
+
+@pytest.mark.parametrize("opts", [dict(inr="siren"), dict(graph_norm="raw"), dict(graph_space="expression"),
+                                  dict(ffn_hidden_activation=False), dict(use_graph=False), dict(decoder_loss="mse")])
+def test_options_fit_and_predict(tissue, opts):
+    tr, te = split_idx(tissue)
+    m = SUICA(**{**TINY, **opts}).fit(tissue, train_idx=tr)
+    p = m.predict(tissue.obsm["spatial"][te], allow_extrapolation=True).X
+    assert p.shape == (len(te), tissue.n_vars) and np.isfinite(p).all() and (p >= 0).all()
+
+
+def test_official_ffn_without_activations_is_affine_after_first_layer():
+    inr = FourierFeatureINR(in_dim=2, out_dim=3, width=8, n_layers=3, mapping_size=4, hidden_activation=False)
+    relus = [m for m in inr.net if isinstance(m, torch.nn.ReLU)]
+    assert len(relus) == 1  # the release's stack: one ReLU, then Linear layers that compose to one affine map
+    fixed = FourierFeatureINR(in_dim=2, out_dim=3, width=8, n_layers=3, mapping_size=4)
+    assert len([m for m in fixed.net if isinstance(m, torch.nn.ReLU)]) == 4
