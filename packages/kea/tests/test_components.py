@@ -10,6 +10,13 @@ from kea.intrinsic import RND, EMARunningMeanStd, noveld_reward
 from kea.sac import ContinuousSAC, DiscreteSAC, KEAConfigError, continuous_sac_target, discrete_sac_target
 from kea.switch import switch
 
+
+
+def _close(a, b):
+    # (torch.testing.assert_close's first call imports heavy machinery: ~5 CPU-s)
+    assert a.shape == b.shape and torch.allclose(a, b, rtol=1e-6, atol=1e-6), (a, b)
+
+
 OBS = spaces.Box(0.0, 1.0, shape=(6,), dtype=np.float32)
 
 
@@ -23,19 +30,19 @@ def test_discrete_target_closed_forms():
     y = discrete_sac_target(reward=r, terminated=d, probs_next=onehot, log_probs_next=torch.log(onehot + 1e-30),
                             q1_next=q1, q2_next=q2, gamma=0.9, alpha=0.0)
     expect = r + 0.9 * (1 - d) * torch.min(q1, q2).gather(1, best[:, None]).squeeze(1)
-    torch.testing.assert_close(y, expect)
+    _close(y, expect)
     uni = torch.full((b, a), 1.0 / a)
     y = discrete_sac_target(reward=r, terminated=d, probs_next=uni, log_probs_next=uni.log(), q1_next=q1, q2_next=q2,
                             gamma=0.9, alpha=0.3)
     expect = r + 0.9 * (1 - d) * (torch.min(q1, q2).mean(1) + 0.3 * math.log(a))
-    torch.testing.assert_close(y, expect)
+    _close(y, expect)
 
 
 def test_continuous_target_closed_form():
     r, d = torch.tensor([1.0, 2.0]), torch.tensor([0.0, 1.0])
     y = continuous_sac_target(reward=r, terminated=d, q1_next=torch.tensor([3.0, 5.0]), q2_next=torch.tensor([4.0, 1.0]),
                               log_prob_next=torch.tensor([-1.0, 0.5]), gamma=0.5, alpha=0.2)
-    torch.testing.assert_close(y, torch.tensor([1.0 + 0.5 * (3.0 + 0.2), 2.0]))
+    _close(y, torch.tensor([1.0 + 0.5 * (3.0 + 0.2), 2.0]))
 
 
 def test_module_target_uses_target_critics_and_terminated():
@@ -48,8 +55,8 @@ def test_module_target_uses_target_critics_and_terminated():
             p.zero_()
     probs, logp = m.policy(obs)
     y = m.target(torch.zeros(4), obs, torch.zeros(4))
-    torch.testing.assert_close(y, 0.99 * (-(0.1 * probs * logp).sum(-1)))  # Q̄ = 0: only the entropy bonus
-    torch.testing.assert_close(m.target(torch.ones(4), obs, torch.ones(4)), torch.ones(4))
+    _close(y, 0.99 * (-(0.1 * probs * logp).sum(-1)))  # Q̄ = 0: only the entropy bonus
+    _close(m.target(torch.ones(4), obs, torch.ones(4)), torch.ones(4))
 
 
 @pytest.mark.parametrize("cls,space", [(DiscreteSAC, spaces.Discrete(2)),
@@ -104,9 +111,9 @@ def test_noveld_closed_form():
     n_next, n_cur = torch.tensor([3.0, 1.0, 3.0, 10.0]), torch.tensor([2.0, 4.0, 2.0, 0.0])
     fv = torch.tensor([1.0, 1.0, 0.0, 1.0])
     r = noveld_reward(n_next, n_cur, fv, alpha=0.5, clip=2.0)
-    torch.testing.assert_close(r, torch.tensor([2.0, 0.0, 0.0, 2.0]))
+    _close(r, torch.tensor([2.0, 0.0, 0.0, 2.0]))
     r = noveld_reward(n_next, n_cur, fv, alpha=0.5, clip=100.0)
-    torch.testing.assert_close(r, torch.tensor([2.0, 0.0, 0.0, 10.0]))
+    _close(r, torch.tensor([2.0, 0.0, 0.0, 10.0]))
     with pytest.raises(ValueError, match="noveld_alpha"):
         noveld_reward(n_next, n_cur, fv, alpha=1.5)
 

@@ -42,6 +42,8 @@ class TrainConfig(CommonOptions):
     """Gradient steps per update."""
     hidden: int = 64
     """Width of the two hidden layers of actors and critics."""
+    batch_size: int = 64
+    """Minibatch size (must not exceed learning_starts)."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,8 @@ class EvaluateConfig(CommonOptions):
 def _agent_kwargs(cfg: TrainConfig) -> dict:
     kw = dict(switch_threshold=cfg.switch_threshold, standard_update=cfg.standard_update, beta_i=cfg.beta_i,
               learning_starts=cfg.learning_starts, train_freq=cfg.train_freq, gradient_steps=cfg.gradient_steps,
-              hidden=(cfg.hidden, cfg.hidden), buffer_size=max(cfg.steps, 64))
+              hidden=(cfg.hidden, cfg.hidden), batch_size=cfg.batch_size,
+              buffer_size=max(cfg.steps, cfg.batch_size))
     if cfg.task != "mountaincar":
         kw["alpha"] = cfg.alpha
     if cfg.beta_e is not None:

@@ -125,7 +125,9 @@ def _run_sb3_sac(env, eval_env, *, seed: int, steps: int, agent_kwargs: dict[str
     from stable_baselines3 import SAC
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
 
+    eval_env = Monitor(eval_env)
     kw = agent_kwargs
     t0 = time.perf_counter()
     model = SAC("MlpPolicy", env, learning_rate=kw.get("lr", 3e-4), buffer_size=kw.get("buffer_size", 100_000),

@@ -1,0 +1,54 @@
+"""CLI: help, python -m, train -> evaluate round trip, bad input, reproduce --smoke structure."""
+
+import json
+
+from icml25.testing import python_module, run_cli
+
+from kea.cli import main
+from kea.registry import METHOD
+
+
+def test_registered_name():
+    assert METHOD.name == "kea" and METHOD.cli == "kea"
+
+
+def test_help_and_python_m():
+    res = run_cli(main, ["--help"])
+    assert res.returncode == 0 and "reproduce" in res.stdout and "train" in res.stdout
+    res = python_module("kea", "train", "--help")
+    assert res.returncode == 0 and "switch-threshold" in res.stdout
+
+
+def test_train_then_evaluate(tmp_path):
+    out = tmp_path / "run"
+    res = run_cli(main, ["train", "--task", "deepsea", "--size", "3", "--steps", "90", "--learning-starts", "30",
+                         "--hidden", "16", "--batch-size", "16", "--out", str(out), "--quiet"])
+    assert res.returncode == 0, res.stderr
+    assert (out / "model" / "model.safetensors").exists() and (out / "metrics.jsonl").exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["episodes"] == 30
+    res = run_cli(main, ["evaluate", "--run", str(out), "--episodes", "2", "--module", "sac"])
+    assert res.returncode == 0, res.stderr
+    assert "mean_return" in res.stdout
+
+
+def test_bad_input_is_a_clean_error(tmp_path):
+    res = run_cli(main, ["train", "--switch-threshold", "nan", "--steps", "10", "--out", str(tmp_path / "x")])
+    assert res.returncode == 2 and "switch_threshold" in res.stderr
+    res = run_cli(main, ["train", "--beta-i", "-1", "--steps", "10", "--out", str(tmp_path / "y")])
+    assert res.returncode == 2 and "beta_i" in res.stderr
+    res = run_cli(main, ["evaluate", "--run", str(tmp_path / "missing")])
+    assert res.returncode == 2
+
+
+def test_reproduce_smoke(tmp_path):
+    from icml25.claims import validate_results
+
+    res = run_cli(main, ["reproduce", "--smoke", "--out", str(tmp_path / "r"), "--quiet"])
+    assert res.returncode == 0, res.stderr
+    data = json.loads((tmp_path / "r" / "results.json").read_text())
+    validate_results(data)
+    names = {c["claim"] for c in data["claims"]}
+    assert any("fewer episodes" in n for n in names) and any("repeated samples" in n for n in names)
+    for f in data["figures"]:
+        assert (tmp_path / "r" / f).exists()
