@@ -232,7 +232,7 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
     report.add_table(
         "Token-independent cost per layer and step (4 heads, fwd+bwd) vs head dim d",
         ["d", "Cayley: P = solve(I + S, I − S)", "Circulant: rates 2·Im rfft(c)", "Cayley / Circulant"],
-        [[d, f"{1e3 * v['cayley_P']:.3f} ms", f"{1e3 * v['circulant_rates']:.3f} ms",
+        [[str(d), f"{1e3 * v['cayley_P']:.3f} ms", f"{1e3 * v['circulant_rates']:.3f} ms",
           f"{v['cayley_P'] / v['circulant_rates']:.1f}×"] for d, v in sc.items()],
     )
     d_lo, d_hi = dims[0], dims[-1]
