@@ -3,7 +3,6 @@
 import json
 
 from icml25.testing import python_module, run_cli
-
 from kea.cli import main
 from kea.registry import METHOD
 

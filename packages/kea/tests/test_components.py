@@ -11,7 +11,6 @@ from kea.sac import ContinuousSAC, DiscreteSAC, KEAConfigError, continuous_sac_t
 from kea.switch import switch
 
 
-
 def _close(a, b):
     # (torch.testing.assert_close's first call imports heavy machinery: ~5 CPU-s)
     assert a.shape == b.shape and torch.allclose(a, b, rtol=1e-6, atol=1e-6), (a, b)

@@ -98,14 +98,16 @@ def run_variant(*, task: str, variant: str, seed: int, size: int, steps: int, ag
     tr = agent.trace
     n_states = {"deepsea": size * (size + 1) // 2 + size, "gridnav": size * size}.get(task)
     learn_steps = max(agent.num_timesteps - agent.learning_starts, 0)
-    k = entropy_window or len(tr.state_keys)
+    # unique-state ratio over the first k learning-phase states (after the shared random warm-up)
+    ls = min(agent.learning_starts, len(tr.state_keys) - 1)
+    k = entropy_window or (len(tr.state_keys) - ls)
     out = {
         "task": task, "variant": variant, "seed": seed, "size": size, "steps": agent.num_timesteps,
         "stopped_early": stopped, "episodes": len(tr.episode_returns),
         "episode_returns": [round(r, 4) for r in tr.episode_returns],
         "curve": curve, "first_success_episode": tr.first_success_episode, "solved_episode": solved_at[0],
         "gate_open_step": tr.gate_open_step,
-        "unique_state_ratio": metrics.unique_state_ratio(tr.state_keys, k),
+        "unique_state_ratio": metrics.unique_state_ratio(tr.state_keys[ls:], k),
         "visited_state_ratio": metrics.visited_state_ratio(tr.state_keys, n_states) if n_states else None,
         "entropy_high_novelty": metrics.entropy_in_high_novelty(tr.entropy, tr.high_novelty),
         "switch_fraction": float(np.mean(tr.switched[agent.learning_starts:])) if learn_steps else 0.0,
