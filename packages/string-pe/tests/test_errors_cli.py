@@ -136,3 +136,34 @@ def test_cli_train_evaluate_roundtrip(tmp_path):
 def test_python_m_help():
     r = python_module("string_pe", "--help")
     assert r.returncode == 0 and "reproduce" in r.stdout
+
+
+def test_image_folder_loader(tmp_path):
+    import numpy as np
+    from PIL import Image
+    from string_pe.data import load_image_folder
+
+    with pytest.raises(FileNotFoundError, match="never downloads"):
+        load_image_folder(tmp_path / "nope")
+    for c in ("cat", "dog"):
+        (tmp_path / c).mkdir()
+        Image.fromarray((np.random.rand(10, 12, 3) * 255).astype("uint8")).save(tmp_path / c / "a.png")
+    x, y, classes = load_image_folder(tmp_path, image_size=(8, 8))
+    assert x.shape == (2, 3, 8, 8) and y.tolist() == [0, 1] and classes == ["cat", "dog"]
+    assert 0 <= float(x.min()) and float(x.max()) <= 1
+
+
+@pytest.mark.slow
+def test_reproduce_smoke_writes_valid_results(tmp_path):
+    import json
+
+    from icml25.claims import validate_results
+    from icml25.cli_helpers import run_reproduce
+    from string_pe.registry import METHOD
+
+    rep = run_reproduce(METHOD, quick=False, smoke=True, out=tmp_path / "r", seed=0, quiet=True)
+    data = json.loads((tmp_path / "r" / "results.json").read_text())
+    validate_results(data)
+    assert len(rep.claims) >= 15
+    for f in rep.figures:
+        assert (tmp_path / "r" / f).exists()
