@@ -4,12 +4,11 @@ equivariance, aggregation invariance, resets, and the simplified_mp switch."""
 from __future__ import annotations
 
 import torch
-from torch_geometric.utils import scatter
-
 from icml25.testing import assert_close64
 from relgnn import RelGNN
 from relgnn.conv import HeteroGraphSAGE, RelGNNConv, RelGNNLayer
 from relgnn.routes import atomic_routes
+from torch_geometric.utils import scatter
 
 C = 8
 
@@ -136,8 +135,6 @@ def test_route_sum_equals_mean_after_layernorm():
     oa, ob = a(x, ei), b(x, ei)
     for k in x:
         assert torch.allclose(oa[k], ob[k], atol=1e-3)
-    # but the two are different computations before the norm: purchases receives two updates
-    assert not torch.equal(oa["purchases"], ob["purchases"]) or True
 
 
 def test_reset_parameters_redraws_everything():
@@ -167,9 +164,7 @@ def test_per_node_vs_simplified_semantics():
     r = next(r for r in routes if r.dst == "users")
     conv = d.convs[r.key]
     skip = conv.final_proj(conv.dst_conv.lin_skip(x["users"]))
-    r2 = next(r for r in routes if r.dst == "items")
     assert not torch.equal(od["users"], x["users"])
-    assert r2 is not None
     assert torch.allclose(od["users"], torch.relu(d.norms["t__users"](skip)), atol=1e-6)
     # with edges present, the two modes agree exactly
     assert all(torch.allclose(d(x, ei)[k], s(x, ei)[k]) for k in x)

@@ -6,15 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from relbench.base import Database, Table
-
 from relgnn import RelGNN
 from relgnn.errors import ConfigError, RelGNNError, SchemaError, TaskError
 from relgnn.graph import build_graph
 from relgnn.metrics import mae, map_at_k, roc_auc
 from relgnn.synthetic import SyntheticDataset, UserChurnTask, make_database
 from relgnn.train import FitConfig
-
-
 
 
 @pytest.mark.parametrize("edit, match", [

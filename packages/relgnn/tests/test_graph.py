@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 import torch
 from relbench.base import Database, Table
-
 from relgnn.graph import build_graph, snapshot, to_seconds
 from relgnn.model import RelationalModel
 from relgnn.sampler import TemporalSampler
@@ -115,3 +114,21 @@ def test_label_windows_use_future_rows_only(tiny_synth):
     a = task.make_table(db, pd.DatetimeIndex([t])).df
     b = task.make_table(db.upto(t + task.timedelta), pd.DatetimeIndex([t])).df
     pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))
+
+
+def test_prediction_independent_of_batch_composition(tiny_graph):
+    """Default (per-node) semantics + disjoint sub-graphs: a seed's output does not depend on its batch-mates."""
+    t = int(tiny_graph.data["purchases"].time.max())
+    torch.manual_seed(0)
+    model = RelationalModel(specs=tiny_graph.specs, edge_types=tiny_graph.edge_types, gnn="relgnn", channels=8,
+                            num_layers=1, num_heads=2, id_awareness=True).eval()
+    sampler = TemporalSampler(tiny_graph, num_neighbors=(8, 4), temporal_strategy="last")
+    with torch.no_grad():
+        outs = []
+        for seeds in (torch.tensor([3]), torch.tensor([3, 0, 7, 11])):
+            sub, loc = sampler.sample("users", seeds, torch.full((seeds.numel(),), t))
+            h = model(sub, {"users": loc})
+            items = sub["items"].batch == 0
+            outs.append((h["users"][loc[0]], h["items"][items], sub["items"].n_id[items]))
+    assert torch.allclose(outs[0][0], outs[1][0], atol=1e-6)
+    assert torch.equal(outs[0][2], outs[1][2]) and torch.allclose(outs[0][1], outs[1][1], atol=1e-6)

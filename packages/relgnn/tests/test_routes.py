@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-
 from relgnn import atomic_routes
 from relgnn.errors import SchemaError
 from relgnn.graph import build_graph

@@ -129,7 +129,7 @@ def _encode_table(name, t, fit_df) -> tuple[np.ndarray, np.ndarray, TableSpec]:
             s = ser.map(lambda x: None if x is None or (isinstance(x, float) and np.isnan(x)) else str(x))
             counts = fit.dropna().astype(str).value_counts()
             vocab = {c: i + 1 for i, c in enumerate(counts.index[: MAX_CATEGORIES - 1])}
-            cats.append(s.map(lambda x: vocab.get(x, 0) if x is not None else 0).to_numpy(np.int64))
+            cats.append(np.array([vocab.get(x, 0) if x is not None else 0 for x in s], dtype=np.int64))
             cat_cols.append(col)
             cat_cards.append(len(vocab) + 1)
             continue

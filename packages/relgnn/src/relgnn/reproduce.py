@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from icml25.claims import Claim, Report, mean_sd
 
 PAPER_AUC = ("RelBench entity classification, ROC-AUC x100 averaged over 12 tasks: RelGNN 78.06 vs GraphSAGE 75.83 "
@@ -69,6 +68,10 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
                         f"{plan['epochs']} epochs, channels {plan['channels']}, heads {plan['heads']}, Adam lr 0.01; "
                         "entity tasks on full-graph time snapshots, recommendation on temporal 2-hop samples "
                         "(fan-out 32, 16) with the ID-GNN readout")
+    from tqdm.auto import tqdm
+
+    total = sum(len(r) for r in plan["runs"].values()) * len(seeds)
+    bar = tqdm(total=total, desc="relgnn reproduce", disable=None)
     res: dict = {}  # (task, gnn, L) -> list of FitResult
     floors, ceilings, metric_of, hib = {}, {}, {}, {}
     for task_name, runs in plan["runs"].items():
@@ -88,8 +91,11 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
                                 epochs=plan["epochs"], lr=0.01, seed=s)
                 r = fit(graph, td, cfg)
                 r.model = None
+                bar.set_postfix_str(f"{task_name} {gnn} L{L} seed {s}: {r.test:.3f}")
+                bar.update()
                 res.setdefault((task_name, gnn, L), []).append(r)
         graph.cache.clear()
+    bar.close()
 
     def test_vals(task, gnn, L):
         return [r.test for r in res.get((task, gnn, L), [])]
