@@ -122,7 +122,7 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
             note="holds = translated accuracy not lower by more than 0.005"))
     report.add(Claim.compare(
         claim="Learned absolute PE collapses under the same translation",
-        metric="test accuracy (untranslated − translated)", ours=pts["ape"]["box"], baseline=pts["ape"]["shift"],
+        metric="APE test accuracy, untranslated (ours) vs translated (baseline)", ours=pts["ape"]["box"], baseline=pts["ape"]["shift"],
         baseline_name="learned APE, translated", paper="absolute PE has no translation invariance (paper Sec. 2)",
         margin=0.1, note="holds = APE loses more than 0.10 accuracy when translated"))
     report.add(Claim.compare(
