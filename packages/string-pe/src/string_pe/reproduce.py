@@ -223,7 +223,7 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
                  f"{1e3 * tm['cayley-folded']['layer_infer']:.2f} ms "
                  f"({tm['cayley-folded']['layer_infer'] / base['layer_infer']:.2f}×)"])
     report.add_table(
-        f"Cost at head dim 64 (4 heads, {B.time_tokens} tokens, batch 8, 2D): best wall time, ratio to RoPE-Axial",
+        f"Cost at head dim 64 (4 heads, {B.time_tokens} tokens, batch 8, 2D): best CPU time per call, ratio to RoPE-Axial",
         ["encoding", "encoding forward", "encoding fwd+bwd", "attention layer fwd+bwd", "attention layer inference"],
         rows,
     )
@@ -286,6 +286,6 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
         "PointSetClassifier uses mean pooling (no CLS), so rotary models are exactly translation invariant.",
         "Digits: the paper's ImageNet/Places365 numbers (Table 2) are not reproducible on CPU; only the paper's "
         "qualitative ordering is set beside ours.",
-        "Cost: minimum wall time over repeats on a shared machine; ratios are indicative, not benchmarks.",
+        "Cost: minimum process CPU time per call over interleaved repeats (robust on a shared machine; equals wall time on an idle one with 1 thread); ratios are indicative, not benchmarks.",
     ]
     return report

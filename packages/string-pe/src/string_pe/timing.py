@@ -3,7 +3,9 @@
 Measured per attention layer at head dim ``d`` (64 in the paper): (a) the encoding alone, forward and
 forward + backward, on ``q, k`` of shape ``(B, H, N, d)``; (b) a whole :class:`~string_pe.attention.Attention`
 layer, training step (forward + backward) and inference (no grad), including folded Cayley-STRING (``P`` merged
-into ``W_q, W_k``). Each number is the minimum over repeats of the wall time (robust to other processes).
+into ``W_q, W_k``). Each number is the minimum over interleaved repeats of the *process CPU time* of one call
+(``time.process_time``, all threads): on a shared machine wall time mostly measures the other processes; on an
+idle machine the two agree.
 """
 
 from __future__ import annotations
@@ -23,23 +25,27 @@ def _best_time(fn: Callable[[], object], repeats: int, warmup: int = 2) -> float
         fn()
     best = float("inf")
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.process_time() - t0)
     return best
 
 
 def benchmark(*, head_dim: int = 64, num_heads: int = 4, tokens: int = 256, batch: int = 8, coord_dim: int = 2,
               repeats: int = 20, seed: int = 0) -> dict[str, dict[str, float]]:
     """Seconds per call for every variant: ``{variant: {"enc_fwd", "enc_fwd_bwd", "layer_train", "layer_infer"}}``
-    plus ``"cayley-folded"`` (layer inference only, after ``Attention.fold_``)."""
+    plus ``"cayley-folded"`` (layer inference only, after ``Attention.fold_``).
+
+    All measurements are interleaved round-robin (every repeat times every variant once) after a common warm-up, so
+    that load changes on a shared machine and first-call effects hit all variants alike; the minimum is reported.
+    """
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(batch, num_heads, tokens, head_dim, generator=g)
     k = torch.randn(batch, num_heads, tokens, head_dim, generator=g)
     pos = torch.rand(batch, tokens, coord_dim, generator=g) * 16
     dim = head_dim * num_heads
     x = torch.randn(batch, tokens, dim, generator=g)
-    out: dict[str, dict[str, float]] = {}
+    fns: dict[tuple[str, str], Callable[[], object]] = {}
     for name in VARIANTS:
         torch.manual_seed(seed)
         enc = make_encoding(name, head_dim=head_dim, coord_dim=coord_dim, num_heads=num_heads)
@@ -62,16 +68,30 @@ def benchmark(*, head_dim: int = 64, num_heads: int = 4, tokens: int = 256, batc
             with torch.no_grad():
                 layer(x, pos)
 
-        out[name] = {"enc_fwd": _best_time(enc_fwd, repeats), "enc_fwd_bwd": _best_time(enc_fwd_bwd, repeats),
-                     "layer_train": _best_time(layer_train, repeats), "layer_infer": _best_time(layer_infer, repeats)}
+        fns.update({(name, "enc_fwd"): enc_fwd, (name, "enc_fwd_bwd"): enc_fwd_bwd,
+                    (name, "layer_train"): layer_train, (name, "layer_infer"): layer_infer})
         if name == "cayley":
-            layer.fold_()
+            folded = Attention(dim=dim, num_heads=num_heads, encoding=name, coord_dim=coord_dim)
+            folded.load_state_dict(layer.state_dict())
+            folded.fold_()
 
-            def folded_infer(layer=layer):
+            def folded_infer(folded=folded):
                 with torch.no_grad():
-                    layer(x, pos)
+                    folded(x, pos)
 
-            out["cayley-folded"] = {"layer_infer": _best_time(folded_infer, repeats)}
+            fns[("cayley-folded", "layer_infer")] = folded_infer
+    for fn in fns.values():  # common warm-up
+        fn()
+        fn()
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeats):
+        for key, fn in fns.items():
+            t0 = time.process_time()
+            fn()
+            best[key] = min(best[key], time.process_time() - t0)
+    out: dict[str, dict[str, float]] = {}
+    for (name, metric), t in best.items():
+        out.setdefault(name, {})[metric] = t
     return out
 
 
