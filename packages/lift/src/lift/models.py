@@ -32,7 +32,7 @@ class TinySpec:
     """The pretrained tiny LM used as the "source" model (see ``_tiny-lm.md``)."""
 
     source_task: str = "add"
-    pretrain_steps: int = 1500
+    pretrain_steps: int = 600
     seed: int = 0
     hidden_size: int = 96
     num_layers: int = 3

@@ -32,7 +32,7 @@ class Budget:
     n_eval: int
     hidden_size: int = 96
     num_layers: int = 3
-    pretrain_steps: int = 1500
+    pretrain_steps: int = 600
     budget_rank: int = 4
     filter_rank: int = 8
     update_interval: int = 25
@@ -40,7 +40,7 @@ class Budget:
     methods: tuple[str, ...] = ("full_ft", "lora", "lift", "lift_static", "lift_smallest", "magnitude", "random")
 
 
-FULL = Budget(seeds=(0, 1, 2), steps=200, batch_size=64, n_train=2000, n_eval=300)
+FULL = Budget(seeds=(0, 1, 2), steps=150, batch_size=64, n_train=2000, n_eval=300)
 QUICK = replace(FULL, seeds=(0,), steps=100, n_eval=200, mask_timing_dim=1024)
 SMOKE = replace(FULL, seeds=(0,), steps=4, batch_size=8, n_train=64, n_eval=16, hidden_size=32, num_layers=1,
                 pretrain_steps=5, budget_rank=2, filter_rank=2, update_interval=2, mask_timing_dim=128)
