@@ -42,7 +42,7 @@ def test_context_mix_extremes_in_text_features(syn_setup):
         torch.testing.assert_close(t_mix, syn_setup.id_bank.encode(syn_setup.tower, src))
     cfg = FedConfig(method="focoop_no_dro", n_ood=4)
     t_id, t_ood = text_features(syn_setup, cfg, {"ctx_global": g, "ctx_local": loc, "ctx_ood": torch.zeros(4, 4, w)})
-    assert t_id.shape == (c, 512 if False else t_id.shape[1]) and t_ood.shape[0] == 4
+    assert t_id.shape[0] == c and t_ood.shape == (4, t_id.shape[1])
     torch.testing.assert_close(t_id.norm(dim=-1), torch.ones(c))
 
 
@@ -50,7 +50,8 @@ def test_fedavg_identities():
     torch.manual_seed(0)
     s = {"a": torch.randn(3, 2), "b": torch.randn(4)}
     out = fedavg([s, s, s], [1, 5, 2])
-    torch.testing.assert_close(out["a"], s["a"]) and torch.testing.assert_close(out["b"], s["b"])
+    torch.testing.assert_close(out["a"], s["a"])
+    torch.testing.assert_close(out["b"], s["b"])
     states = [{"a": torch.randn(3, 2)} for _ in range(4)]
     w = [1.0, 2.0, 3.0, 4.0]
     out = fedavg(states, w)

@@ -70,7 +70,7 @@ class FedConfig:
     num_shot: int = 8
     seed: int = 0
     n_ctx: int = 4
-    n_ood: int = 20
+    n_ood: int = 10
     frac: float | None = None  # None -> 0.2 for FOCoOp (context mix), 0.8 for PromptFolio (feature mix)
     ctx_init_std: float = 0.02
     # BiDRO
