@@ -198,3 +198,21 @@ def test_fused_twin_mlp_equals_separate_mlps():
     # the functional MLP forward equals plain nn.Sequential semantics
     seq = torch.nn.Sequential(*a)
     torch.testing.assert_close(torch.nn.Sequential.forward(seq, x), a(x))
+
+
+def test_habi_scorer_picks_argmax_of_the_full_critic():
+    pol = _policy(8, "habi")
+    m = pol.model
+    with torch.no_grad():
+        m.critic.q_mean.fill_(-300.0)
+        m.critic.q_std.fill_(40.0)
+    s = torch.randn(4, 3)
+    torch.manual_seed(5)
+    out = pol.act_normalized(s)
+    torch.manual_seed(5)
+    with torch.no_grad():
+        mu, sig = m.encode_prior(s)
+        z = (mu[:, None] + sig[:, None] * torch.randn(4, 8, 4)).reshape(32, 4)
+        a = m.decode(z)
+        ref = select_candidates(a.reshape(4, 8, 2), m.critic(z, a).reshape(4, 8)).clamp(-1, 1)
+    torch.testing.assert_close(out, ref)

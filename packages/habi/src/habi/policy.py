@@ -93,13 +93,15 @@ class HabitualPolicy:
         else:
             eps = torch.randn(b, n, mu.shape[-1])
             z = torch.addcmul(mu[:, None], sigma[:, None], eps).reshape(b * n, -1)  # (B, N, d_z) -> (B·N, d_z)
-        s_rep = s.repeat_interleave(n, dim=0) if n > 1 else s  # (B·N, obs)
+        need_s = self.cfg.conditional_decoder or self.scorer.startswith("planner")
+        s_rep = s.repeat_interleave(n, dim=0) if (need_s and n > 1) else s  # (B·N, obs)
         a = m.decode(z, s_rep if self.cfg.conditional_decoder else None)  # (B·N, act)
         if self.scorer == "none":
             out = a
         else:
             if self.scorer == "habi":
-                q = m.critic(z, a)
+                # C(z, a) = q_mean + q_std · f([z, a]) with q_std > 0: the argmax only needs f
+                q = m.critic.net(torch.cat([z, a], dim=-1)).squeeze(-1)
             else:
                 q = self.planner.q_min(s_rep, a, target=self.scorer == "planner_target")
             out = select_candidates(a.reshape(b, n, -1), q.reshape(b, n))  # (B·N, ·) -> (B, N, ·)
