@@ -215,3 +215,25 @@ def test_habitize_rejects_bad_teacher_data():
     with pytest.raises(ValueError, match="do not match"):
         habitize(_teacher_rows(), habi=HabiConfig(obs_dim=4, act_dim=1), config=HabitizeConfig(steps=1),
                  progress=False)
+
+
+def test_minari_layout_converted_to_d4rl_rows(tmp_path):
+    import h5py
+
+    rng = np.random.default_rng(0)
+    with h5py.File(tmp_path / "main_data.hdf5", "w") as f:
+        for i, (t, term) in enumerate([(5, True), (4, False)]):
+            g = f.create_group(f"episode_{i}")
+            g.create_dataset("observations", data=rng.normal(size=(t + 1, 3)).astype(np.float32))
+            g.create_dataset("actions", data=rng.uniform(-1, 1, (t, 1)).astype(np.float32))
+            g.create_dataset("rewards", data=np.arange(t, dtype=np.float32))
+            g.create_dataset("terminations", data=np.r_[np.zeros(t - 1, bool), term])
+            g.create_dataset("truncations", data=np.r_[np.zeros(t - 1, bool), not term])
+        obs0 = f["episode_0/observations"][()]
+    d = load_offline(tmp_path / "main_data.hdf5")
+    assert d["observations"].shape == (9, 3)
+    np.testing.assert_array_equal(d["observations"][:5], obs0[:5])  # final observation dropped
+    assert d["terminals"].tolist() == [False] * 4 + [True] + [False] * 4
+    assert d["timeouts"].tolist() == [False] * 8 + [True]
+    q = qlearning_dataset(d)
+    assert len(q["observations"]) == 8  # the truncated last row is dropped, the terminal row kept

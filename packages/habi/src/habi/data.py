@@ -90,12 +90,37 @@ def _to_arrays(raw: dict[str, Any]) -> dict[str, np.ndarray]:
     return out
 
 
+def _from_minari(f: Any, episodes: list[str]) -> dict[str, np.ndarray]:
+    """Minari's HDF5 layout (``episode_<i>/{observations (T+1), actions (T), rewards, terminations, truncations}``)
+    -> D4RL rows: the final observation of each episode is dropped, ``terminals = terminations`` and
+    ``timeouts = truncations`` (the last row of an episode that neither terminated nor truncated is marked as a
+    timeout, since its successor is not stored)."""
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("observations", "actions", "rewards", "terminals", "timeouts")}
+    for name in episodes:
+        g = f[name]
+        for key in ("observations", "actions", "rewards", "terminations", "truncations"):
+            if key not in g or not hasattr(g[key], "shape"):
+                raise DataError(f"Minari episode {name!r}: missing array {key!r} (dict observations are not supported)")
+        act = np.asarray(g["actions"][()])
+        t = len(act)
+        term = np.asarray(g["terminations"][()], bool).reshape(-1)[:t]
+        trunc = np.asarray(g["truncations"][()], bool).reshape(-1)[:t].copy()
+        if t and not (term[-1] or trunc[-1]):
+            trunc[-1] = True
+        cols["observations"].append(np.asarray(g["observations"][()])[:t])
+        cols["actions"].append(act)
+        cols["rewards"].append(np.asarray(g["rewards"][()]).reshape(-1)[:t])
+        cols["terminals"].append(term)
+        cols["timeouts"].append(trunc & ~term)
+    return {k: np.concatenate(v) for k, v in cols.items()}
+
+
 def load_offline(path: str | Path, *, obs_dim: int | None = None, act_dim: int | None = None,
                  action_bound: float | None = 1.0) -> dict[str, np.ndarray]:
     """Load a D4RL-layout file (``.hdf5``/``.h5`` or ``.npz``) and validate it.
 
-    Real D4RL / Minari-exported HDF5 files load as they are (top-level datasets; groups such as ``infos/`` are
-    skipped). Metadata stored as a JSON string attribute/entry ``meta`` is returned under the key ``"meta"``.
+    Real D4RL HDF5 files load as they are (top-level datasets; groups such as ``infos/`` are skipped); Minari
+    ``main_data.hdf5`` files (one group per episode) are converted to D4RL rows. Metadata stored as a JSON string attribute/entry ``meta`` is returned under the key ``"meta"``.
 
     Returns:
         dict with ``observations (N, obs_dim)``, ``actions (N, act_dim)``, ``rewards (N,)``, ``terminals (N,)``,
@@ -110,7 +135,12 @@ def load_offline(path: str | Path, *, obs_dim: int | None = None, act_dim: int |
         import h5py
 
         with h5py.File(path, "r") as f:
-            raw = {k: f[k][()] for k in f.keys() if isinstance(f[k], h5py.Dataset)}
+            episodes = sorted((k for k in f.keys() if k.startswith("episode_") and isinstance(f[k], h5py.Group)),
+                              key=lambda k: int(k.split("_")[-1]) if k.split("_")[-1].isdigit() else k)
+            if episodes:
+                raw = _from_minari(f, episodes)
+            else:
+                raw = {k: f[k][()] for k in f.keys() if isinstance(f[k], h5py.Dataset)}
             if "meta" in f.attrs:
                 meta = json.loads(f.attrs["meta"])
     elif suffix == ".npz":
