@@ -44,7 +44,7 @@ class RunOptions(DataOptions):
     """Communication rounds."""
     local_epochs: int = 2
     """Local epochs per round."""
-    lr: float = 2e-3
+    lr: float = 2e-2
     """SGD learning rate (plain SGD, as the official FOCoOp client)."""
     frac: float | None = None
     """Weight of the global part in the mix, in [0, 1] (default 0.2 for FOCoOp, 0.8 for PromptFolio)."""

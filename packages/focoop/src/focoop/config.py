@@ -65,7 +65,7 @@ class FedConfig:
     rounds: int = 10
     local_epochs: int = 2
     batch_size: int = 32
-    lr: float = 2e-3
+    lr: float = 2e-2
     alpha: float = 0.1
     num_shot: int = 8
     seed: int = 0

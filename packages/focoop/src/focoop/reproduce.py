@@ -32,7 +32,7 @@ def _sizes(quick: bool, smoke: bool) -> dict:
                 corruptions=("brightness", "noise", "blur"), clip_steps=1000, num_shot=8)
 
 
-def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int, lr: float = 2e-3, n_ood: int = 10) -> Report:
+def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int, lr: float = 2e-2, n_ood: int = 10) -> Report:
     import torch
     from icml25.plots import grouped_bars
 
