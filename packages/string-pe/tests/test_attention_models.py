@@ -103,3 +103,16 @@ def test_pe_parameters_are_excluded_from_weight_decay():
     enc = m.encoder.blocks[0].attn.encoding
     assert id(enc.freqs) in no_decay and id(enc.s_params) in no_decay
     assert id(m.encoder.blocks[0].attn.q.weight) not in no_decay
+
+
+def test_low_precision_inputs_are_rotated_in_float32():
+    enc = make_encoding("circulant", head_dim=8, coord_dim=2, num_heads=2)
+    q, k, pos = torch.randn(1, 2, 4, 8), torch.randn(1, 2, 4, 8), torch.rand(1, 4, 2) * 100
+    q16, k16 = enc(q.bfloat16(), k.bfloat16(), pos)
+    assert q16.dtype == torch.bfloat16
+    ref, _ = enc(q.bfloat16().float(), k.bfloat16().float(), pos)
+    assert (q16.float() - ref).abs().max() < 0.05  # only the final cast to bfloat16 rounds
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        qa, _ = enc(q, k, pos)
+    assert qa.dtype == torch.float32
+    assert (qa - enc(q, k, pos)[0]).abs().max() < 1e-6

@@ -135,9 +135,10 @@ class PositionEncoding(nn.Module):
             raise PositionEncodingError(f"num_unrotated={num_unrotated} exceeds the number of tokens {q.shape[2]}")
         positions = self._check_positions(positions, q.shape[0], n_rot)
         cd = compute_dtype(torch.promote_types(q.dtype, positions.dtype))
-        ctx = self._context(positions.to(cd), cd)
-        qk = torch.stack((q[:, :, num_unrotated:], k[:, :, num_unrotated:])).to(cd)  # (2, B, H, N', d): one pass
-        rq, rk = self._encode(qk, ctx).to(q.dtype).unbind(0)
+        with torch.autocast(device_type=q.device.type, enabled=False):  # rotations in >= fp32, as in rope-vit
+            ctx = self._context(positions.to(cd), cd)
+            qk = torch.stack((q[:, :, num_unrotated:], k[:, :, num_unrotated:])).to(cd)  # (2, B, H, N', d): one pass
+            rq, rk = self._encode(qk, ctx).to(q.dtype).unbind(0)
         if num_unrotated:
             rq = torch.cat([q[:, :, :num_unrotated], rq], dim=2)
             rk = torch.cat([k[:, :, :num_unrotated], rk], dim=2)
