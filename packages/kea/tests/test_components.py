@@ -100,7 +100,8 @@ def test_rnd_target_frozen_and_predictor_learns_repeated_state():
 
 def test_ema_running_mean_std():
     rms = EMARunningMeanStd(momentum=0.9)
-    rms.mean, rms.var = np.float64(2.0), np.float64(1.0)
+    rms.update(np.array([1.0, 3.0]))  # first data: the batch moments
+    assert rms.mean == pytest.approx(2.0) and rms.var == pytest.approx(1.0)
     rms.update(np.full(7, 5.0))
     assert rms.mean == pytest.approx(0.9 * 2.0 + 0.1 * 5.0)
     assert rms.var == pytest.approx(0.9 * 1.0 + 0.1 * (5.0 - rms.mean) ** 2)

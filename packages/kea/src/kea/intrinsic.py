@@ -33,7 +33,9 @@ class EMARunningMeanStd(RunningMeanStd):
     """SB3's ``RunningMeanStd`` with exponential (momentum) averaging, as KEA's official normaliser.
 
     ``update(x)`` with batch mean ``b``: ``mean ← m·mean + (1−m)·b`` and
-    ``var ← m·var + (1−m)·mean((x − mean_new)²)`` (squared deviations from the already-updated mean).
+    ``var ← m·var + (1−m)·mean((x − mean_new)²)`` (squared deviations from the already-updated mean). The first
+    update starts from the batch moments (SB3's (0, 1) start would keep z < 1 — no switching — for hundreds of steps
+    at momentum 0.974).
     """
 
     def __init__(self, *, momentum: float = 0.974, shape: tuple[int, ...] = ()) -> None:
@@ -44,6 +46,10 @@ class EMARunningMeanStd(RunningMeanStd):
 
     def update(self, arr: np.ndarray) -> None:
         arr = np.asarray(arr, dtype=np.float64)
+        if self.count < 1:  # first data: start from the batch moments, not from (0, 1)
+            self.mean, self.var = arr.mean(axis=0), np.maximum(arr.var(axis=0), 1e-12)
+            self.count += arr.shape[0]
+            return
         m = self.momentum
         self.mean = m * self.mean + (1.0 - m) * arr.mean(axis=0)
         self.var = m * self.var + (1.0 - m) * np.square(arr - self.mean).mean(axis=0)

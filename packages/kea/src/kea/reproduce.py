@@ -181,7 +181,8 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
             rs = _sel(results, task="deepsea", variant=v, size=n)
             found[v] = np.array([[1.0 if (r["first_success_episode"] or 10**9) <= p else 0.0 for p in pts] for r in rs])
         learning_curves(found, out / f"deepsea_N{n}_found.png", x=pts, xlabel="episode",
-                        ylabel="reward found yet (fraction of seeds)", title=f"DeepSea N={n}")
+                        ylabel="reward found yet (fraction of seeds)", title=f"DeepSea N={n} (min-max band)",
+                        spread="minmax")
         report.figures.append(f"deepsea_N{n}_found.png")
     report.add_table("DeepSea", ["task", "agent", "episodes to first success", "episode solved (greedy 0.99)",
                                  "seeds solved", "final greedy return A^SAC", "final greedy return A^B",
