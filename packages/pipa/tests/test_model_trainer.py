@@ -168,3 +168,24 @@ def test_noisy_data_is_consistent_and_labelled():
     assert 0.3 < n_wrong / len(exs) < 0.7  # 1 - 0.7**2 = 0.51
     clean = lm.make_examples("add_scratchpad", 50, seed=1)
     assert all(all(step_labels(e.prompt, e.answer)) and answer_correct(e.prompt, e.answer) for e in clean)
+
+
+def test_sampling_is_seeded_and_leaves_global_rng(tiny):
+    from pipa.data import label_samples, noisy_samples, sample_completions
+
+    model, tok = tiny
+    prompts = ["12+34=", "5+7="]
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    a = sample_completions(model, tok, prompts, k=3, seed=5, max_new_tokens=8)
+    assert torch.equal(state, torch.get_rng_state())
+    assert a == sample_completions(model, tok, prompts, k=3, seed=5, max_new_tokens=8)
+    assert a != sample_completions(model, tok, prompts, k=3, seed=6, max_new_tokens=8)
+    assert [len(r) for r in a] == [3, 3]
+    rows = noisy_samples(["12+34=", "99+99="], k=8, seed=0)
+    labs = [s.label for r in rows for s in r]
+    assert 0 < sum(labs) < len(labs)
+    for r in rows:
+        for s in r:
+            assert s.label == answer_correct(s.prompt, s.completion)
+    assert label_samples(["1+2="], [["", "3"]])[0][0].completion == "3"  # empty completions dropped

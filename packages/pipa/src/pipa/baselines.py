@@ -23,6 +23,23 @@ def common_args(*, steps: int, lr: float, batch_size: int, seed: int, out: str) 
                 dataloader_num_workers=0, gradient_accumulation_steps=1)
 
 
+def quiet(trainer: Any) -> Any:
+    """Remove the console printers of a transformers Trainer (reproduce prints one table at the end instead)."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    for cb in (PrinterCallback, ProgressCallback):
+        trainer.remove_callback(cb)
+    return trainer
+
+
+def silence_libraries() -> None:
+    import datasets
+    import transformers
+
+    datasets.disable_progress_bars()
+    transformers.logging.set_verbosity_error()
+
+
 def _bos(rows: list[dict[str, Any]], tokenizer: Any) -> list[dict[str, Any]]:
     return [{**r, "prompt": tokenizer.bos_token + r["prompt"]} for r in rows]
 
@@ -38,6 +55,7 @@ def train_dpo(model: Any, ref_model: Any, tokenizer: Any, rows: list[dict[str, A
                          **common_args(steps=steps, lr=lr, batch_size=batch_size, seed=seed, out=tmp))
         trainer = DPOTrainer(model=model, ref_model=ref_model, args=args,
                              train_dataset=Dataset.from_list(_bos(rows, tokenizer)), processing_class=tokenizer)
+        quiet(trainer)
         t0 = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - t0
@@ -62,6 +80,7 @@ def train_kto(model: Any, ref_model: Any, tokenizer: Any, rows: list[dict[str, A
                          **common_args(steps=steps, lr=lr, batch_size=batch_size, seed=seed, out=tmp))
         trainer = KTOTrainer(model=model, ref_model=ref_model, args=args,
                              train_dataset=Dataset.from_list(_bos(rows, tokenizer)), processing_class=tokenizer)
+        quiet(trainer)
         t0 = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - t0

@@ -91,7 +91,6 @@ def noisy_samples(prompts: Sequence[str], *, k: int, seed: int, step_error: floa
     Used by ``reproduce --smoke``, where the prior is too short-trained to produce right answers, so that every
     dataset (paired, step-paired, ...) is non-empty.
     """
-    lm = _lm()
     out = []
     for i, p in enumerate(prompts):
         _truth(p)  # validates the prompt
