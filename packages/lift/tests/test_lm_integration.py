@@ -98,3 +98,21 @@ def test_cli_help_and_bad_input(capsys):
     assert r.returncode == 2 and "update_interval" in r.stderr
     r = run_cli(main, ["train", "--model", "./nope"])
     assert r.returncode == 2 and "does not exist" in r.stderr
+
+
+def test_cli_train_then_evaluate_a_saved_model(tok, tmp_path):
+    import json
+
+    save_model(tmp_path / "base", _tiny(tok), tok)
+    out = tmp_path / "run"
+    r = run_cli(main, ["train", "--model", str(tmp_path / "base"), "--task", "add", "--steps", "3", "--batch-size", "8",
+                       "--n-train", "16", "--update-interval", "2", "--filter-rank", "2", "--budget-rank", "1",
+                       "--out", str(out), "--quiet", "--device", "cpu"])
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "train_summary.json").read_text())
+    assert summary["mask_update_steps"] == [2] and summary["optimizer_state_floats"] == 2 * summary["trainable_entries"]
+    assert (out / "model" / "config.json").exists() and (out / "metrics.jsonl").exists()
+    r = run_cli(main, ["evaluate", "--model", str(out), "--task", "add", "--n-eval", "8", "--out", str(tmp_path / "ev"),
+                       "--quiet", "--device", "cpu"])
+    assert r.returncode == 0, r.stderr
+    assert 0.0 <= json.loads((tmp_path / "ev" / "eval.json").read_text())["exact_match"] <= 1.0

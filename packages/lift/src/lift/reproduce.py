@@ -41,7 +41,7 @@ class Budget:
 
 
 FULL = Budget(seeds=(0, 1, 2), steps=150, batch_size=64, n_train=2000, n_eval=300)
-QUICK = replace(FULL, seeds=(0,), steps=100, n_eval=200, mask_timing_dim=1024)
+QUICK = replace(FULL, seeds=(0,), steps=60, n_train=1000, n_eval=100, mask_timing_dim=1024)
 SMOKE = replace(FULL, seeds=(0,), steps=4, batch_size=8, n_train=64, n_eval=16, hidden_size=32, num_layers=1,
                 pretrain_steps=5, budget_rank=2, filter_rank=2, update_interval=2, mask_timing_dim=128)
 
