@@ -101,6 +101,31 @@ def _perf(n_spots: int, n_genes: int, model_kw: dict, seed: int) -> dict:
             "rss_before_mb": rss0, "peak_increase_mb": peak - rss0, "grid_points": int(g.n_obs), "grid_predict_s": pred_s}
 
 
+ABLATIONS = {
+    "SUICA (default: sym graph, train-only targets, λ_Dice = 0.01)": {},
+    "λ_Dice = 0": {"dice_weight": 0.0},
+    "λ_Dice = 1": {"dice_weight": 1.0},
+    "graph_norm = raw (official)": {"graph_norm": "raw"},
+    "targets_graph = full (official, leaks held-out spots)": {"targets_graph": "full"},
+}
+
+
+def _ablations(a, tr, te, model_kw: dict, seed: int) -> dict:
+    """SUICA variants on one seed: the official graph / targets behaviour and the Dice weight."""
+    from suica.estimator import SUICA
+    from suica.metrics import evaluate, rate_correlation
+
+    x, rate = np.asarray(a.X), np.asarray(a.layers["rate"])
+    out = {}
+    for name, extra in ABLATIONS.items():
+        m = SUICA(**model_kw, seed=seed, **extra).fit(a, train_idx=tr)
+        p = np.asarray(m.predict(a.obsm["spatial"], allow_extrapolation=True).X)
+        ev = evaluate(p[te], x[te])
+        ev["rate_corr"] = rate_correlation(p, rate)
+        out[name] = ev
+    return out
+
+
 def _rss_now_mb() -> float:
     try:
         with open("/proc/self/status") as f:
@@ -190,6 +215,8 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
                 res[name].setdefault(k, []).append(float(v))
         if s == seeds[0]:
             figures.append(_figure(out, a, tr, models, cfg["grid"]))
+            if not (quick or smoke):
+                ablations = _ablations(a, tr, te, cfg["model"], s)
 
     # ---- claims: SUICA vs each baseline on every headline metric
     what = {"zero_iou": "zero-map IoU on held-out spots", "support_recovery": "support recovery on held-out spots",
@@ -223,6 +250,13 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
     extra = ["masked_cosine_pooled", "pearson", "cosine", "masked_sam", "rmse", "n_degenerate_masked_pearson"]
     report.add_table("secondary metrics (held-out spots)", ["method", *extra],
                      [[LABELS[n]] + [f"{np.mean(res[n][k]):.3f}" for k in extra] for n in METHODS])
+    if not (quick or smoke):
+        report.add_table(f"ablations of SUICA (seed {seeds[0]}; official behaviour and λ_Dice)",
+                         ["variant", "zero_iou", "support_recovery", "masked_cosine", "masked_pearson", "mae",
+                          "rate_corr"],
+                         [[name] + [round(v[k], 3) for k in ("zero_iou", "support_recovery", "masked_cosine",
+                                                             "masked_pearson", "mae", "rate_corr")]
+                          for name, v in ablations.items()])
     if perf is not None:
         report.add_table("performance (2 CPU threads; epochs " + str(cfg["perf_epochs"]) + ")",
                          ["spots", "genes", "fit wall s", "fit CPU s", "stages s",
