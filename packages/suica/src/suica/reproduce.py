@@ -258,7 +258,7 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
                                                              "masked_pearson", "mae", "rate_corr")]
                           for name, v in ablations.items()])
     if perf is not None:
-        report.add_table("performance (2 CPU threads; epochs " + str(cfg["perf_epochs"]) + ")",
+        report.add_table(f"performance ({torch.get_num_threads()} torch thread(s); epochs {cfg['perf_epochs']})",
                          ["spots", "genes", "fit wall s", "fit CPU s", "stages s",
                          "peak RSS MB (increase)", "200x200 grid predict s"],
                          [[perf["n_spots"], perf["n_genes"], round(perf["fit_s"], 1), round(perf["fit_cpu_s"], 1),
@@ -279,7 +279,7 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
         "secondary table).",
     ]
     report.notes.append(f"process CPU time {time.process_time() - cpu0:.0f} s for {time.perf_counter() - wall0:.0f} s of "
-                        "wall time (2 torch threads; the machine may be shared, see the load average in the README)")
+                        "wall time (torch threads as set by the environment; the machine may be shared, see the load average in the README)")
     if smoke:
         report.notes.append("smoke run: tiny sizes, the numbers mean nothing")
     return report
