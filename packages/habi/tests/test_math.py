@@ -138,7 +138,7 @@ class _ToyPlanner:
 
 def _policy(nc, scorer, planner=None, latent="sample", obs_dim=3, act_dim=2):
     torch.manual_seed(0)
-    model = Synergy(HabiConfig(obs_dim=obs_dim, act_dim=act_dim, latent_dim=4, hidden=16, critic_hidden=16))
+    model = Synergy(cfg=HabiConfig(obs_dim=obs_dim, act_dim=act_dim, latent_dim=4, hidden=16, critic_hidden=16))
     norm = GaussianNormalizer(mean=(0.0,) * obs_dim, std=(1.0,) * obs_dim)
     return HabitualPolicy(model=model, normalizer=norm, num_candidates=nc, scorer=scorer, planner=planner,
                           latent=latent)

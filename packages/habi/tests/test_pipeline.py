@@ -107,7 +107,7 @@ def test_bad_hyperparameters_rejected(fn):
 
 
 def test_bad_inference_options_rejected():
-    m = Synergy(HabiConfig(obs_dim=3, act_dim=1, latent_dim=4, hidden=8, critic_hidden=8))
+    m = Synergy(cfg=HabiConfig(obs_dim=3, act_dim=1, latent_dim=4, hidden=8, critic_hidden=8))
     norm = GaussianNormalizer(mean=(0.0,) * 3, std=(1.0,) * 3)
     with pytest.raises(ValueError, match="num_candidates"):
         HabitualPolicy(model=m, normalizer=norm, num_candidates=0)
@@ -168,7 +168,7 @@ def _teacher_rows(n=64, seed=0):
 
 def test_every_trainable_parameter_changes_in_a_habitization_step():
     torch.manual_seed(0)
-    model = Synergy(HabiConfig(obs_dim=3, act_dim=1, latent_dim=4, hidden=8, critic_hidden=8))
+    model = Synergy(cfg=HabiConfig(obs_dim=3, act_dim=1, latent_dim=4, hidden=8, critic_hidden=8))
     tr = Habitizer(model=model, config=HabitizeConfig(steps=10, eta=0.1))
     params = {n: p.detach().clone() for n, p in model.named_parameters()} | {"log_eta": tr.kl_weight.log_eta.detach().clone()}
     t = {k: torch.from_numpy(v) for k, v in _teacher_rows().items()}
@@ -181,7 +181,7 @@ def test_every_trainable_parameter_changes_in_a_habitization_step():
 def test_every_trainable_parameter_changes_in_a_planner_step():
     cfg = PlannerConfig(obs_dim=3, act_dim=1, hidden=8, steps=2)
     torch.manual_seed(0)
-    ref = {n: p.detach().clone() for n, p in PlannerNets(cfg).named_parameters() if p.requires_grad}
+    ref = {n: p.detach().clone() for n, p in PlannerNets(cfg=cfg).named_parameters() if p.requires_grad}
     planner = train_planner(_toy_data(), config=cfg, train=PlannerTrainConfig(steps=1, batch_size=8), seed=0,
                             progress=False)
     now = dict(planner.nets.named_parameters())

@@ -131,7 +131,7 @@ def habitize(teacher: dict[str, np.ndarray], *, habi: HabiConfig, config: Habiti
     rng = np.random.default_rng(seed)
     S, A = torch.from_numpy(teacher["states"]), torch.from_numpy(teacher["candidates"])
     Q, B = torch.from_numpy(teacher["values"]).float(), torch.from_numpy(teacher["best_actions"])
-    model = Synergy(habi)
+    model = Synergy(cfg=habi)
     with torch.no_grad():
         model.critic.q_mean.fill_(float(Q.mean()))
         model.critic.q_std.fill_(max(float(Q.std()), 1e-6))

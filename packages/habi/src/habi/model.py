@@ -60,7 +60,7 @@ class GaussianEncoder(nn.Module):
 class Synergy(nn.Module):
     """Prior, posterior, decoder and habitual critic of Habi (see module docstring)."""
 
-    def __init__(self, cfg: HabiConfig) -> None:
+    def __init__(self, *, cfg: HabiConfig) -> None:
         super().__init__()
         self.cfg = cfg
         self.prior = GaussianEncoder(inp=cfg.obs_dim, hidden=cfg.hidden, latent_dim=cfg.latent_dim)

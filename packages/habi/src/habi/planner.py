@@ -71,7 +71,7 @@ def check_planner_config(c: PlannerConfig) -> None:
 class PlannerNets(nn.Module):
     """All planner weights: actor, its EMA (used to act), critic and target critic."""
 
-    def __init__(self, cfg: PlannerConfig) -> None:
+    def __init__(self, *, cfg: PlannerConfig) -> None:
         super().__init__()
         kw = dict(obs_dim=cfg.obs_dim, act_dim=cfg.act_dim, steps=cfg.steps, hidden=cfg.hidden, schedule=cfg.schedule)
         self.actor = DDPM(**kw)
@@ -167,7 +167,7 @@ class DiffusionPlanner:
             raise CheckpointError(f"{str(path)!r} is not a habi planner checkpoint (kind={meta.get('kind')!r})")
         cfg = PlannerConfig(**{**meta["planner"], **overrides})
         arch = PlannerConfig(**meta["planner"])
-        nets = load_model(path, lambda _m: PlannerNets(arch))
+        nets = load_model(path, lambda _m: PlannerNets(cfg=arch))
         return cls(config=cfg, nets=nets, normalizer=GaussianNormalizer.from_dict(meta["normalizer"]))
 
 
@@ -221,7 +221,7 @@ def train_planner(data: dict[str, np.ndarray], *, config: PlannerConfig, train: 
     S, A = torch.from_numpy(norm(q["observations"])), torch.from_numpy(q["actions"])
     S2, R = torch.from_numpy(norm(q["next_observations"])), torch.from_numpy(q["rewards"])
     D = torch.from_numpy(q["terminals"])
-    nets = PlannerNets(config)
+    nets = PlannerNets(cfg=config)
     nets.train()
     opt_a = torch.optim.Adam(nets.actor.parameters(), lr=train.lr, foreach=True)
     opt_c = torch.optim.Adam(nets.critic.parameters(), lr=train.lr, foreach=True)

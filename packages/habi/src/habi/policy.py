@@ -149,7 +149,7 @@ class HabitualPolicy:
         if meta.get("kind") != "habi.HabitualPolicy":
             raise CheckpointError(f"{str(path)!r} is not a habi policy checkpoint (kind={meta.get('kind')!r})")
         cfg = HabiConfig(**meta["habi"])
-        model = load_model(path, lambda _m: Synergy(cfg))
+        model = load_model(path, lambda _m: Synergy(cfg=cfg))
         nc = meta["num_candidates"] if num_candidates is None else num_candidates
         sc = meta["scorer"] if scorer is None else scorer
         if sc == "none" and nc != 1 and num_candidates is None:

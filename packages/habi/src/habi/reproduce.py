@@ -295,4 +295,4 @@ def _fresh_nets(cfg: PlannerConfig):
     from habi.planner import PlannerNets
 
     torch.manual_seed(0)
-    return PlannerNets(cfg)
+    return PlannerNets(cfg=cfg)
