@@ -16,9 +16,8 @@ from icml25.claims import Claim, Report, mean_sd
 METHODS = ("zeroshot", "promptfl", "promptfolio", "focoop", "focoop_no_dro", "focoop_no_ot")
 LABELS = {"zeroshot": "Zero-shot CLIP", "promptfl": "PromptFL", "promptfolio": "PromptFolio",
           "focoop": "FOCoOp", "focoop_no_dro": "FOCoOp −DRO", "focoop_no_ot": "FOCoOp −OT"}
-PAPER = ("FOCoOp paper (arXiv 2506.16218, Fig. 1 and main tables): FOCoOp improves OOD robustness (lower FPR95, "
-         "higher AUROC, higher CACC) over federated prompt-learning baselines at comparable ACC; exact numbers are "
-         "not in our notes")
+PAPER = ("paper (Fig. 1, main tables): FOCoOp beats federated prompt-learning baselines on FPR95/AUROC/CACC at "
+         "comparable ACC; exact numbers not in our notes")
 
 
 def _sizes(quick: bool, smoke: bool) -> dict:
@@ -26,7 +25,7 @@ def _sizes(quick: bool, smoke: bool) -> dict:
         return dict(clients=2, rounds=1, local_epochs=1, seeds=1, n_train=10, n_test=5, n_far=10, n_near=10,
                     corruptions=("noise",), clip_steps=0, num_shot=4)
     if quick:
-        return dict(clients=10, rounds=5, local_epochs=2, seeds=2, n_train=100, n_test=50, n_far=200, n_near=200,
+        return dict(clients=10, rounds=5, local_epochs=2, seeds=1, n_train=100, n_test=50, n_far=200, n_near=200,
                     corruptions=("brightness", "noise", "blur"), clip_steps=1000, num_shot=8)
     return dict(clients=10, rounds=10, local_epochs=2, seeds=3, n_train=200, n_test=100, n_far=400, n_near=400,
                 corruptions=("brightness", "noise", "blur"), clip_steps=1000, num_shot=8)
@@ -74,8 +73,9 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int, lr: float = 2e-
                         timing["flower"].append(fr.seconds_per_round)
                         same = all(torch.allclose(r.global_state[k], fr.global_state[k], atol=1e-6)
                                    for k in r.global_state)
-                        same &= all(abs(a.get("fpr95", 0) - b.get("fpr95", 0)) < 1e-9
-                                    for a, b in zip(r.per_client, fr.per_client))
+                        same &= all(a.keys() == b.keys() and np.allclose(
+                            [a[k] for k in a], [b[k] for k in a], rtol=0, atol=1e-9, equal_nan=True)
+                            for a, b in zip(r.per_client, fr.per_client))  # NaN: client without a test split
                         engines_equal &= bool(same)
 
     def per_seed(alpha, m, key):
