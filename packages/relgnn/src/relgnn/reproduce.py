@@ -36,7 +36,7 @@ PLANS = {
     "quick": dict(num_users=100, num_items=50, num_windows=12, epochs=5, seeds=[0], channels=32, heads=2,
                   runs={"user-churn": ALL6, "user-ltv": [("relgnn", 1), ("sage", 1)],
                         "user-item-purchase": [("relgnn", 1), ("sage", 1)], CONTROL: [("relgnn", 1), ("sage", 1)]}),
-    "full": dict(num_users=100, num_items=50, num_windows=12, epochs=6, seeds=[0, 1, 2], channels=32, heads=2,
+    "full": dict(num_users=160, num_items=60, num_windows=12, epochs=8, seeds=[0, 1, 2], channels=32, heads=2,
                  runs={"user-churn": ALL6, "user-ltv": ALL6[:4], "user-item-purchase": ALL6[:4],
                        CONTROL: [("relgnn", 1), ("sage", 1)]}),
 }
