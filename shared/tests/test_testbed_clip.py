@@ -63,7 +63,9 @@ def test_shapes_deterministic_and_consistent():
     b = clip.make_shapes(64, seed=3)
     c = clip.make_shapes(64, seed=4)
     assert a.images.shape == (64, 32, 32, 3) and a.images.dtype == np.uint8 and a.labels.dtype == np.int64
-    assert np.array_equal(a.images, b.images) and a.captions == b.captions and np.array_equal(a.labels, b.labels)
+    assert (
+        np.array_equal(a.images, b.images) and a.captions == b.captions and np.array_equal(a.labels, b.labels)
+    )
     assert not np.array_equal(a.images, c.images)
     colors = list(clip.COLORS)
     for i in range(64):
@@ -90,7 +92,13 @@ def test_combos_excluded_and_selected():
 
 def test_ground_truth_flags():
     d = clip.make_shapes(
-        400, seed=2, label_noise=0.2, ambiguous_frac=0.2, near_duplicate_frac=0.2, rare_frac=0.2, max_noise=4.0
+        400,
+        seed=2,
+        label_noise=0.2,
+        ambiguous_frac=0.2,
+        near_duplicate_frac=0.2,
+        rare_frac=0.2,
+        max_noise=4.0,
     )
     noisy = d.label_noisy
     assert 0.1 < noisy.mean() < 0.3
@@ -98,7 +106,11 @@ def test_ground_truth_flags():
     assert (d.labels[~noisy] == d.attrs["true_label"][~noisy]).all()
     assert all(d.captions[i].endswith(d.classnames[d.labels[i]]) for i in range(len(d)))
     amb = d.ambiguous
-    assert amb.any() and (d.attrs["second_label"][amb] >= 0).all() and (d.attrs["second_label"][~amb] == -1).all()
+    assert (
+        amb.any()
+        and (d.attrs["second_label"][amb] >= 0).all()
+        and (d.attrs["second_label"][~amb] == -1).all()
+    )
     assert (d.attrs["second_label"][amb] != d.attrs["true_label"][amb]).all()
     # near-duplicates are jittered copies of a prototype: same attributes, centre within 1 px, similar pixels
     dup = np.flatnonzero(d.attrs["duplicate_of"] >= 0)
@@ -127,7 +139,9 @@ def test_textures_and_corruptions():
     assert t.captions[0] == f"a photo of a {clip.TEXTURES[t.labels[0]]} texture"
     x = clip.make_shapes(16, seed=0).images
     for kind in clip.CORRUPTIONS:
-        dists = [np.abs(clip.corrupt(x, kind=kind, severity=s, seed=0).astype(float) - x).mean() for s in (1, 3, 5)]
+        dists = [
+            np.abs(clip.corrupt(x, kind=kind, severity=s, seed=0).astype(float) - x).mean() for s in (1, 3, 5)
+        ]
         assert dists[0] > 0 and dists[0] < dists[1] < dists[2], kind
         assert clip.corrupt(x, kind=kind, severity=2).dtype == np.uint8
     with pytest.raises(ValueError, match="kind must be one of"):

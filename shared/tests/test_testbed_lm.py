@@ -100,7 +100,8 @@ def test_task_answers_are_exact():
 
 def test_scratchpad_steps_recompute():
     for ex in lm.make_examples("add_scratchpad", 200, seed=2, digits=3):
-        a, b = (int(x) for x in ex.prompt[:-1].split("+"))
+        assert ex.prompt.endswith("=|")
+        a, b = (int(x) for x in ex.prompt[:-2].split("+"))
         assert ex.answer == "|".join(ex.steps) + "|" + lm.format_number(a + b, 4)
         carry = 0
         for k, step in enumerate(ex.steps):  # "a+b+c=sCc'"
@@ -115,8 +116,9 @@ def test_scratchpad_steps_recompute():
 
 def test_check_scratchpad_labels_each_step():
     ex = lm.make_examples("add_scratchpad", 1, seed=0)[0]
-    prompt = "37+48="
+    prompt = "37+48=|"
     assert lm.check_scratchpad(prompt, "7+8+0=5c1|3+4+1=8c0|580") == [True, True, True]
+    assert lm.check_scratchpad("37+48=", "7+8+0=5c1|3+4+1=8c0|580") == [True, True, True]
     assert lm.check_scratchpad(prompt, "7+8+0=5c0|3+4+0=7c0|570") == [False, False, False]
     assert lm.check_scratchpad(prompt, "7+8+0=5c1|3+4+1=9c0|580") == [True, False, True]
     assert lm.check_scratchpad(prompt, "7+8+0=5c1") == [True, False, False]
@@ -130,6 +132,11 @@ def test_splits_are_disjoint_and_deterministic():
     train = lm.make_examples("add", 2000, seed=0, split="train")
     test = lm.make_examples("add", 300, seed=0, split="test")
     assert not {e.prompt for e in train} & {e.prompt for e in test}
+    # add and add_scratchpad prompts differ, so a mix of both is not ambiguous
+    assert (
+        lm.make_examples("add", 1, seed=0)[0].prompt
+        != lm.make_examples("add_scratchpad", 1, seed=0)[0].prompt
+    )
     assert lm.make_examples("add", 50, seed=5) == lm.make_examples("add", 50, seed=5)
     assert lm.make_examples("add", 50, seed=5) != lm.make_examples("add", 50, seed=6)
     mix = lm.make_mix({"add": 3, "reverse": 1}, 400, seed=0)

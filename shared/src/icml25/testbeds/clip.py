@@ -199,7 +199,9 @@ def _check_classes(classes: Sequence[str] | None) -> tuple[str, ...]:
 
 def _check_image_size(image_size: int) -> None:
     if isinstance(image_size, bool) or not isinstance(image_size, int) or not 16 <= image_size <= 256:
-        raise ValueError(f"image_size must be an int in 16..256 (the shapes need at least 16 pixels), got {image_size!r}")
+        raise ValueError(
+            f"image_size must be an int in 16..256 (the shapes need at least 16 pixels), got {image_size!r}"
+        )
 
 
 def _shape_mask(shape: str, u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -343,7 +345,9 @@ def make_shapes(
         wanted = set(only_combos)
         unknown = [p for p in wanted if p[0] not in classes or p[1] not in color_names]
         if unknown:
-            raise ValueError(f"only_combos: pairs {sorted(unknown)[:4]} are not (shape in classes, colour in colors)")
+            raise ValueError(
+                f"only_combos: pairs {sorted(unknown)[:4]} are not (shape in classes, colour in colors)"
+            )
         combos = [p for p in combos if p in wanted]
     if exclude_combos is not None:
         excluded = set(exclude_combos)
@@ -416,7 +420,9 @@ def make_shapes(
     second = np.full(n, -1)
     if ambiguous.any():
         idx = np.flatnonzero(ambiguous)
-        other = np.array([rng.choice([CLASSES.index(c) for c in classes if CLASSES.index(c) != shape_idx[i]]) for i in idx])
+        other = np.array(
+            [rng.choice([CLASSES.index(c) for c in classes if CLASSES.index(c) != shape_idx[i]]) for i in idx]
+        )
         second[idx] = other
         ang = rng.uniform(0, 2 * math.pi, size=len(idx))
         ocx = np.clip(cx[idx] + radius[idx] * np.cos(ang), 0, S)  # centre one radius away: about 50% overlap
@@ -464,7 +470,9 @@ def make_shapes(
     )
 
 
-def make_textures(n: int, *, seed: int, image_size: int = 32, kinds: Sequence[str] | None = None) -> ShapesData:
+def make_textures(
+    n: int, *, seed: int, image_size: int = 32, kinds: Sequence[str] | None = None
+) -> ShapesData:
     """``n`` far-OOD texture images (:data:`TEXTURES`: stripes, checkerboard, dots, smoothed noise, waves) with
     random colours, scale and phase; labels index ``kinds``; captions ``"a photo of a striped texture"``."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -500,7 +508,10 @@ def make_textures(n: int, *, seed: int, image_size: int = 32, kinds: Sequence[st
             t = np.kron(z, np.ones((4, 4)))[:S, :S]
             t = (t - t.min()) / (t.max() - t.min() + 1e-6)
         else:  # wavy
-            t = (np.sin(2 * math.pi * (proj + 2 * np.sin(2 * math.pi * ys / (2 * period))) / period + phase) > 0)
+            t = (
+                np.sin(2 * math.pi * (proj + 2 * np.sin(2 * math.pi * ys / (2 * period))) / period + phase)
+                > 0
+            )
             t = t.astype(np.float32)
         img = t[..., None] * c1 + (1 - t[..., None]) * c2 + rng.normal(0, 4, size=(S, S, 3))
         images[i] = np.clip(np.rint(img), 0, 255).astype(np.uint8)
@@ -647,7 +658,9 @@ def clip_config(
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{k} must be a positive int, got {v!r}")
     if vision_pool not in ("tok", "avg"):
-        raise ValueError(f"vision_pool must be 'tok' (class token) or 'avg' (mean of patch tokens), got {vision_pool!r}")
+        raise ValueError(
+            f"vision_pool must be 'tok' (class token) or 'avg' (mean of patch tokens), got {vision_pool!r}"
+        )
     cfg["vision_pool"] = vision_pool
     if image_size % patch_size:
         raise ValueError(f"image_size={image_size} must be divisible by patch_size={patch_size}")
@@ -656,7 +669,9 @@ def clip_config(
     if text_width % text_heads:
         raise ValueError(f"text_heads={text_heads} must divide text_width={text_width}")
     if vocab_size != len(VOCAB):
-        raise ValueError(f"vocab_size={vocab_size} does not match the tokenizer's vocabulary ({len(VOCAB)} tokens)")
+        raise ValueError(
+            f"vocab_size={vocab_size} does not match the tokenizer's vocabulary ({len(VOCAB)} tokens)"
+        )
     return cfg
 
 
@@ -756,7 +771,11 @@ def encode_text(bundle: TinyCLIP | Any, texts: str | Sequence[str]) -> torch.Ten
     import torch
 
     model = _model_of(bundle)
-    tok = bundle.tokenize if isinstance(bundle, TinyCLIP) else WordTokenizer(context_length=model.context_length)
+    tok = (
+        bundle.tokenize
+        if isinstance(bundle, TinyCLIP)
+        else WordTokenizer(context_length=model.context_length)
+    )
     device = next(model.parameters()).device
     with torch.no_grad():
         return model.encode_text(tok(texts).to(device), normalize=True).float().cpu()
@@ -839,7 +858,9 @@ def pretrain_clip(
     if captions not in ("varied", "full"):
         raise ValueError(f"captions must be 'varied' or 'full', got {captions!r}")
     tok = WordTokenizer(context_length=model.context_length)
-    image_size = model.visual.image_size[0] if isinstance(model.visual.image_size, tuple) else model.visual.image_size
+    image_size = (
+        model.visual.image_size[0] if isinstance(model.visual.image_size, tuple) else model.visual.image_size
+    )
     rng = np.random.default_rng(seed)
     n_tex = int(round(pool_size * texture_frac))
     shapes = make_shapes(pool_size - n_tex, seed=seed, classes=classes, image_size=image_size,
@@ -874,7 +895,11 @@ def pretrain_clip(
             tokens = tok(caps + tex_caps)
         idx = perm[pos : pos + batch_size]
         pos += batch_size
-        scale = (step + 1) / warmup if step < warmup else 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
+        scale = (
+            (step + 1) / warmup
+            if step < warmup
+            else 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
+        )
         for g in opt.param_groups:
             g["lr"] = lr * scale
         img_f = model.encode_image(pixels[idx], normalize=True)
@@ -954,7 +979,9 @@ def pretrained_tiny_clip(
     def evaluate(bundle: TinyCLIP) -> dict[str, float]:
         out = {}
         if held:
-            d = make_shapes(eval_n, seed=seed + 7919, classes=classes, image_size=cfg["image_size"], only_combos=held)
+            d = make_shapes(
+                eval_n, seed=seed + 7919, classes=classes, image_size=cfg["image_size"], only_combos=held
+            )
             out["heldout_combos"] = zero_shot_accuracy(bundle, d.images, d.labels, classes)
         d = make_shapes(eval_n, seed=seed + 7920, classes=classes, image_size=cfg["image_size"])
         out["all_combos"] = zero_shot_accuracy(bundle, d.images, d.labels, classes)
@@ -984,7 +1011,9 @@ def pretrained_tiny_clip(
             raise CheckpointError("tensor names differ from the model's")
         for k, v in expected.items():
             if tuple(state[k].shape) != tuple(v.shape):
-                raise CheckpointError(f"tensor {k!r} has shape {tuple(state[k].shape)}, expected {tuple(v.shape)}")
+                raise CheckpointError(
+                    f"tensor {k!r} has shape {tuple(state[k].shape)}, expected {tuple(v.shape)}"
+                )
         model.load_state_dict(state, strict=True)
         record = json.loads((folder / "train.json").read_text())
         return TinyCLIP(
@@ -1006,4 +1035,6 @@ def random_clip(*, seed: int = 0, **cfg: Any) -> TinyCLIP:
     """An untrained tiny CLIP bundle: a negative control whose scores carry no class semantics."""
     c = clip_config(**cfg)
     model = build_tiny_clip(seed=seed, **c)
-    return TinyCLIP(model, WordTokenizer(context_length=c["context_length"]), CLASSES[:8], c["context_length"], c)
+    return TinyCLIP(
+        model, WordTokenizer(context_length=c["context_length"]), CLASSES[:8], c["context_length"], c
+    )

@@ -24,15 +24,16 @@ task               prompt                      answer
 add                ``07+45=``                  ``250``   (52, LSB first, width digits+1)
 sub                ``45-07=``                  ``83``    (38, LSB first, width digits; a >= b)
 mul                ``47*8=``                   ``673``   (376, LSB first, width digits+1; b one digit)
-add_scratchpad     ``37+48=``                  ``7+8+0=5c1|3+4+1=8c0|580``
+add_scratchpad     ``37+48=|``                 ``7+8+0=5c1|3+4+1=8c0|580``
 reverse            ``reverse abcde=``          ``edcba``
 sort               ``sort 52813=``             ``12358``
 count              ``count a in abcaa=``       ``3``     (LSB first if more than one digit)
 =================  ==========================  ==================================================
 
 The scratchpad writes one step per digit column, from the least significant: ``a_k+b_k+c_k=s_k c c_{k+1}``
-(digit of the column sum, then the carry out), then ``|`` and the final answer (LSB first). ``Example.steps`` holds
-the steps; :func:`check_scratchpad` labels each generated step right or wrong.
+(digit of the column sum, then the carry out), then ``|`` and the final answer (LSB first). The prompt ends in
+``=|`` so that it differs from the ``add`` prompt (in a task mix the model must know which format to produce).
+``Example.steps`` holds the steps; :func:`check_scratchpad` labels each generated step right or wrong.
 
 Every task can be split into disjoint train/test halves by operands (``split="train"|"test"``): a prompt is in the
 test split iff ``crc32(prompt) % 10 == 0`` (about 10%), so held-out evaluation uses operands never trained on.
@@ -80,7 +81,7 @@ __all__ = [
     "EOS",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>")
 PAD, BOS, EOS, UNK = SPECIAL_TOKENS
 CHARS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ +-*/=|;:,.?!'()_\n"
@@ -345,7 +346,7 @@ def _draw(task: str, rng: np.random.Generator, digits: int, length: int) -> Exam
     if task == "add_scratchpad":
         a, b = (int(x) for x in rng.integers(0, hi, size=2))
         steps, final = scratchpad_steps(a, b, digits)
-        return Example(f"{a:0{digits}d}+{b:0{digits}d}=", "|".join(steps) + "|" + final, steps)
+        return Example(f"{a:0{digits}d}+{b:0{digits}d}=|", "|".join(steps) + "|" + final, steps)
     if task == "reverse":
         s = "".join(rng.choice(list(_LETTERS), size=length))
         return Example(f"reverse {s}=", s[::-1])
@@ -460,7 +461,8 @@ def _normalise_mix(task_mix: str | Sequence[str] | Mapping[str, float]) -> dict[
 def check_scratchpad(prompt: str, completion: str) -> list[bool]:
     """Label each step of a generated addition scratchpad right or wrong.
 
-    ``prompt`` is an ``add_scratchpad`` prompt (``"37+48="``); ``completion`` the generated text after it. The
+    ``prompt`` is an ``add_scratchpad`` prompt (``"37+48=|"``; ``"37+48="`` is accepted too); ``completion`` the
+    generated text after it. The
     completion is split at ``|``; segment k is right iff it equals the ground-truth step k (column k from the
     least-significant, correct carry in and out). Returns ``digits + 1`` booleans: one per column step and, last,
     whether the final answer is right (it must be the segment right after the last step, with nothing after it).
@@ -468,8 +470,15 @@ def check_scratchpad(prompt: str, completion: str) -> list[bool]:
     """
     head, sep, tail = prompt.partition("=")
     a_s, plus, b_s = head.partition("+")
-    if sep != "=" or tail or plus != "+" or not a_s.isdigit() or not b_s.isdigit() or len(a_s) != len(b_s):
-        raise ValueError(f"prompt must be an add_scratchpad prompt like '37+48=', got {prompt!r}")
+    if (
+        sep != "="
+        or tail not in ("", "|")
+        or plus != "+"
+        or not a_s.isdigit()
+        or not b_s.isdigit()
+        or len(a_s) != len(b_s)
+    ):
+        raise ValueError(f"prompt must be an add_scratchpad prompt like '37+48=|', got {prompt!r}")
     digits = len(a_s)
     steps, final = scratchpad_steps(int(a_s), int(b_s), digits)
     segments = completion.split("|")
