@@ -30,7 +30,7 @@ def _seq_logp(model, tok, prompt, completion):
 
 def test_logps_ignore_prompt_and_padding(tiny):
     model, tok = tiny
-    prompts, comps = ["12+34=", "5+7="], ["6+4+0=0c1|1+3+1=5c0|640", "21"]
+    prompts, comps = ["12+34=|", "5+7=|"], ["6+4+0=0c1|1+3+1=5c0|640", "21"]
     enc = encode_batch(tok, prompts, [[c] for c in comps], max_length=64)
     assert enc["input_ids"].shape[0] == 2 and (enc["attention_mask"][1] == 0).any()  # row 2 is padded
     with torch.no_grad():
@@ -42,7 +42,7 @@ def test_logps_ignore_prompt_and_padding(tiny):
 
 def test_step_segments_sum_to_answer_logp_and_value_positions(tiny):
     model, tok = tiny
-    p, c = "37+48=", "7+8+0=5c1|3+4+1=8c0|580"
+    p, c = "37+48=|", "7+8+0=5c1|3+4+1=8c0|580"
     steps = split_steps(c)
     assert "".join(steps) == c and len(steps) == 3
     a = encode_batch(tok, [p], [[c]], max_length=64)
@@ -56,13 +56,14 @@ def test_step_segments_sum_to_answer_logp_and_value_positions(tiny):
     assert a["value_pos"].tolist() == [[len(p)]]
     assert s["value_pos"].tolist() == [[len(p), len(p) + len(steps[0]), len(p) + len(steps[0]) + len(steps[1])]]
     v = torch.arange(40.0)[None].expand(1, 40)
-    assert value_logits_at(v[:, : s["input_ids"].shape[1]], s["value_pos"]).tolist() == [[6.0, 16.0, 26.0]]
+    want = [float(len(p)), float(len(p) + len(steps[0])), float(len(p) + len(steps[0]) + len(steps[1]))]
+    assert value_logits_at(v[:, : s["input_ids"].shape[1]], s["value_pos"]).tolist() == [want]
 
 
 def test_value_head_init_and_save_load(tiny, tmp_path):
     model, tok = tiny
     vh = ValueHeadModel(copy.deepcopy(model), prior_rate=0.3)
-    enc = encode_batch(tok, ["1+2="], [["3"]], max_length=64)
+    enc = encode_batch(tok, ["1+2=|"], [["3"]], max_length=64)
     _, values = vh(enc["input_ids"], enc["attention_mask"])
     torch.testing.assert_close(torch.sigmoid(values), torch.full_like(values, 0.3))
     vh.save(tmp_path / "m")
@@ -78,11 +79,11 @@ def _args(tmp_path, **kw):
     return PIPAConfig(**base)
 
 
-PAIRED = [{"prompt": "12+34=", "chosen": "2+4+0=6c0|1+3+0=4c0|640", "rejected": "2+4+0=7c0|1+3+0=4c0|740"},
-          {"prompt": "55+55=", "chosen": "5+5+0=0c1|5+5+1=1c1|011", "rejected": "5+5+0=0c1|5+5+1=2c1|021"}]
-UNPAIRED = [{"prompt": "12+34=", "completion": "2+4+0=6c0|1+3+0=4c0|640", "label": True},
-            {"prompt": "12+34=", "completion": "2+4+0=7c0|1+3+0=4c0|740", "label": False}]
-STEP = [{"prompt": "12+34=", "steps": split_steps("2+4+0=7c0|1+3+0=4c0|740"), "step_labels": [0, 1, 0]}]
+PAIRED = [{"prompt": "12+34=|", "chosen": "2+4+0=6c0|1+3+0=4c0|640", "rejected": "2+4+0=7c0|1+3+0=4c0|740"},
+          {"prompt": "55+55=|", "chosen": "5+5+0=0c1|5+5+1=1c1|011", "rejected": "5+5+0=0c1|5+5+1=2c1|021"}]
+UNPAIRED = [{"prompt": "12+34=|", "completion": "2+4+0=6c0|1+3+0=4c0|640", "label": True},
+            {"prompt": "55+55=|", "completion": "5+5+0=0c1|5+5+1=2c1|021", "label": False}]
+STEP = [{"prompt": "12+34=|", "steps": split_steps("2+4+0=7c0|1+3+0=4c0|740"), "step_labels": [0, 1, 0]}]
 
 
 def test_paired_pipa_n_trainer_loss_is_dpo_beta1(tiny, tmp_path):
@@ -109,8 +110,9 @@ def test_paired_pipa_n_trainer_loss_is_dpo_beta1(tiny, tmp_path):
 @pytest.mark.parametrize("variant", ["M", "N"])
 def test_one_step_changes_every_parameter_and_init_identity(tiny, tmp_path, rows, variant):
     model, tok = tiny
-    tr = PIPATrainer(model=copy.deepcopy(model), ref_model=copy.deepcopy(model), args=_args(tmp_path, variant=variant),
-                     train_dataset=rows, processing_class=tok)
+    # prior_rate 0.3 differs from the data's positive rate, so that the value-head bias has a gradient
+    tr = PIPATrainer(model=copy.deepcopy(model), ref_model=copy.deepcopy(model),
+                     args=_args(tmp_path, variant=variant, prior_rate=0.3), train_dataset=rows, processing_class=tok)
     batch = tr._collate(rows)
     with torch.no_grad():
         pol, ref, v = tr.pipa_terms(tr.model, batch)
@@ -140,7 +142,7 @@ def test_bad_inputs(tiny, tmp_path):
     with pytest.raises(PIPAError, match="empty completion"):
         mk([{**UNPAIRED[0], "completion": ""}])
     with pytest.raises(PIPAError, match="3 step labels for 2 steps"):
-        mk([{"prompt": "1+1=", "steps": ["a|", "b"], "step_labels": [1, 0, 1]}])
+        mk([{"prompt": "1+1=|", "steps": ["a|", "b"], "step_labels": [1, 0, 1]}])
     with pytest.raises(PIPAError, match="max_length"):
         mk(UNPAIRED, max_length=10)
     with pytest.raises(PIPAError, match="variant"):
@@ -174,7 +176,7 @@ def test_sampling_is_seeded_and_leaves_global_rng(tiny):
     from pipa.data import label_samples, noisy_samples, sample_completions
 
     model, tok = tiny
-    prompts = ["12+34=", "5+7="]
+    prompts = ["12+34=|", "5+7=|"]
     torch.manual_seed(123)
     state = torch.get_rng_state()
     a = sample_completions(model, tok, prompts, k=3, seed=5, max_new_tokens=8)
@@ -182,10 +184,10 @@ def test_sampling_is_seeded_and_leaves_global_rng(tiny):
     assert a == sample_completions(model, tok, prompts, k=3, seed=5, max_new_tokens=8)
     assert a != sample_completions(model, tok, prompts, k=3, seed=6, max_new_tokens=8)
     assert [len(r) for r in a] == [3, 3]
-    rows = noisy_samples(["12+34=", "99+99="], k=8, seed=0)
+    rows = noisy_samples(["12+34=|", "99+99=|"], k=8, seed=0)
     labs = [s.label for r in rows for s in r]
     assert 0 < sum(labs) < len(labs)
     for r in rows:
         for s in r:
             assert s.label == answer_correct(s.prompt, s.completion)
-    assert label_samples(["1+2="], [["", "3"]])[0][0].completion == "3"  # empty completions dropped
+    assert label_samples(["1+2=|"], [["", "3"]])[0][0].completion == "3"  # empty completions dropped

@@ -72,8 +72,8 @@ def train_kto(model: Any, ref_model: Any, tokenizer: Any, rows: list[dict[str, A
     n_neg = len(rows) - n_pos
     if n_pos == 0 or n_neg == 0:
         raise ValueError("KTO needs both desirable and undesirable examples")
-    # KTO paper: weights so that (w_D n_D) / (w_U n_U) lies in [1, 4/3]; we use w_D = 1, w_U = n_D / n_U (clipped)
-    undesirable_weight = min(max(n_pos / n_neg, 0.25), 4.0)
+    # KTO paper: weights so that (w_D n_D) / (w_U n_U) lies in [1, 4/3]; we use w_D = 1, w_U = n_D / n_U (ratio 1)
+    undesirable_weight = n_pos / n_neg
     with tempfile.TemporaryDirectory() as tmp:
         args = KTOConfig(beta=beta, max_length=max_length, desirable_weight=1.0,
                          undesirable_weight=undesirable_weight,

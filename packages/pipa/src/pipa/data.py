@@ -68,7 +68,7 @@ def noisy_scratchpad_examples(n: int, *, seed: int, step_error: float = 0.15, di
     rng = np.random.default_rng(seed + 7919)
     out = []
     for ex in clean:
-        a_s, b_s = ex.prompt[:-1].split("+")
+        a_s, b_s = _operands(ex.prompt)
         da, db = a_s[::-1], b_s[::-1]
         carry, steps, written = 0, [], []
         for k in range(digits):
@@ -104,7 +104,7 @@ def noisy_samples(prompts: Sequence[str], *, k: int, seed: int, step_error: floa
 
 
 def _retarget(prompt: str, seed: int, step_error: float) -> str:
-    a_s, b_s = prompt[:-1].split("+")
+    a_s, b_s = _operands(prompt)
     da, db = a_s[::-1], b_s[::-1]
     rng = np.random.default_rng(seed)
     carry, steps, written = 0, [], []
@@ -127,14 +127,20 @@ def split_steps(completion: str) -> list[str]:
     return [p + "|" for p in parts[:-1]] + [parts[-1]]
 
 
-def _truth(prompt: str) -> tuple[tuple[str, ...], str]:
-    lm = _lm()
-    head = prompt[:-1] if prompt.endswith("=") else None
+def _operands(prompt: str) -> tuple[str, str]:
+    """The two operands of a scratchpad prompt ``"37+48=|"`` (the test bed's format) or ``"37+48="``."""
+    head = prompt[:-2] if prompt.endswith("=|") else prompt[:-1] if prompt.endswith("=") else None
     if head is None or head.count("+") != 1:
-        raise PIPAError(f"prompt must be a scratchpad addition like '37+48=', got {prompt!r}")
+        raise PIPAError(f"prompt must be a scratchpad addition like '37+48=|', got {prompt!r}")
     a_s, b_s = head.split("+")
     if not (a_s.isdigit() and b_s.isdigit() and len(a_s) == len(b_s)):
-        raise PIPAError(f"prompt must be a scratchpad addition like '37+48=', got {prompt!r}")
+        raise PIPAError(f"prompt must be a scratchpad addition like '37+48=|', got {prompt!r}")
+    return a_s, b_s
+
+
+def _truth(prompt: str) -> tuple[tuple[str, ...], str]:
+    lm = _lm()
+    a_s, b_s = _operands(prompt)
     return lm.scratchpad_steps(int(a_s), int(b_s), len(a_s))
 
 
@@ -283,7 +289,7 @@ def noisy_prior(*, steps: int, seed: int, step_error: float = 0.15, digits: int 
     lm = _lm()
     tok = lm.build_tokenizer()
     cfg = lm.lm_config(tok, **model_kw)
-    material = {"kind": "pipa-noisy-prior", "v": 1, "steps": steps, "seed": seed, "step_error": step_error,
+    material = {"kind": "pipa-noisy-prior", "v": 2, "testbed_format": lm.FORMAT_VERSION, "steps": steps, "seed": seed, "step_error": step_error,
                 "digits": digits, "n": n_examples, "lr": lr, "bs": batch_size, "model": cfg}
 
     def build(folder: Path) -> None:
