@@ -21,7 +21,7 @@ class MakeDataConfig(CommonOptions):
     """Prompts to sample completions for."""
     k: int = 4
     """Completions sampled per prompt (temperature 1)."""
-    prior_steps: int = 250
+    prior_steps: int = 200
     """SFT steps of the prior on noisy scratchpads (stopped early so its samples mix right and wrong)."""
     step_error: float = 0.15
     """Probability that a column step of the prior's training data is wrong."""
@@ -47,7 +47,7 @@ class TrainConfig(CommonOptions):
     """Longest <s> prompt completion </s>; longer rows are an error."""
     lora_r: int = 0
     """LoRA rank through peft (0: full fine-tuning)."""
-    prior_steps: int = 250
+    prior_steps: int = 200
     """With --prior testbed: SFT steps of the prior."""
 
 
@@ -61,7 +61,7 @@ class EvaluateConfig(CommonOptions):
     """'testbed' or a local HF model dir (the same prior used for training)."""
     n_prompts: int = 400
     """Held-out prompts (operands never seen in training)."""
-    prior_steps: int = 250
+    prior_steps: int = 200
     """With --prior testbed: SFT steps of the prior."""
 
 

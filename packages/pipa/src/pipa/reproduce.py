@@ -67,9 +67,9 @@ def budget(*, quick: bool, smoke: bool) -> Budget:
         return Budget(prior_steps=20, n_prompts=12, k=4, steps=2, batch_size=4, lr=1e-4, eval_prompts=16,
                       auc_prompts=8, seeds=1, synthetic_samples=True)
     if quick:
-        return Budget(prior_steps=250, n_prompts=200, k=4, steps=40, batch_size=16, lr=2e-5, eval_prompts=200,
+        return Budget(prior_steps=200, n_prompts=200, k=4, steps=40, batch_size=16, lr=2e-5, eval_prompts=200,
                       auc_prompts=100, seeds=1)
-    return Budget(prior_steps=250, n_prompts=400, k=4, steps=80, batch_size=16, lr=2e-5, eval_prompts=400,
+    return Budget(prior_steps=200, n_prompts=400, k=4, steps=80, batch_size=16, lr=2e-5, eval_prompts=400,
                   auc_prompts=150, seeds=3)
 
 
