@@ -13,7 +13,6 @@ LM inside the wrapper is adapted (the value head stays fully trainable).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -185,7 +184,7 @@ class PIPATrainer(Trainer):
         K = inputs["step_mask"].shape[1]
         logits, values = model(ids, att)
         pol = segment_logps(token_logps(logits, ids), inputs["segments"], K)
-        if self.ref_model.device != ids.device if hasattr(self.ref_model, "device") else False:
+        if next(self.ref_model.parameters()).device != ids.device:
             self.ref_model.to(ids.device)
         with torch.no_grad():
             ref_logits = self.ref_model(input_ids=ids, attention_mask=att, use_cache=False).logits
@@ -218,10 +217,3 @@ class PIPATrainer(Trainer):
             loss = self.compute_loss(model, inputs)
         return loss.detach(), None, None
 
-
-def clone_prior(model: Any) -> Any:
-    """A frozen deep copy to serve as ``ref_model``."""
-    ref = copy.deepcopy(model).eval()
-    for p in ref.parameters():
-        p.requires_grad_(False)
-    return ref
