@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 
 def decision_frequency(policies: Mapping[str, Callable[[np.ndarray], np.ndarray]], observations: np.ndarray, *,
@@ -26,7 +27,8 @@ def decision_frequency(policies: Mapping[str, Callable[[np.ndarray], np.ndarray]
         decisions: decisions per policy (split over the rounds); an int or a per-name mapping.
         warmup: untimed decisions per policy before timing.
         rounds: interleaved timing rounds.
-        threads: ``torch.set_num_threads`` during the benchmark (restored afterwards).
+        threads: ``torch.set_num_threads`` and numpy's BLAS thread limit during the benchmark (restored
+            afterwards).
 
     Returns:
         name -> ``{"hz": float, "latency_us": float (median per-round mean latency), "hz_rounds": [...]}``.
@@ -38,6 +40,7 @@ def decision_frequency(policies: Mapping[str, Callable[[np.ndarray], np.ndarray]
         raise ValueError(f"observations must be a non-empty (M, obs_dim) array, got shape {obs.shape}")
     prev = torch.get_num_threads()
     torch.set_num_threads(threads)
+    limits = threadpool_limits(threads)  # numpy's BLAS too (the compiled batch-1 paths run in numpy)
     try:
         for fn in policies.values():
             for i in range(warmup):
@@ -53,6 +56,7 @@ def decision_frequency(policies: Mapping[str, Callable[[np.ndarray], np.ndarray]
                 times[name].append((n, time.perf_counter() - t0))
     finally:
         torch.set_num_threads(prev)
+        limits.restore_original_limits()
     out: dict[str, dict[str, float | list[float]]] = {}
     for name, ts in times.items():
         n_tot, t_tot = sum(n for n, _ in ts), sum(t for _, t in ts)
@@ -74,6 +78,7 @@ def batched_throughput(act_batch: Callable[[np.ndarray], np.ndarray], observatio
     idx = np.arange(batch) % len(obs)
     prev = torch.get_num_threads()
     torch.set_num_threads(threads)
+    limits = threadpool_limits(threads)
     try:
         act_batch(obs[idx])
         t0 = time.perf_counter()
@@ -82,3 +87,4 @@ def batched_throughput(act_batch: Callable[[np.ndarray], np.ndarray], observatio
         return batch * calls / (time.perf_counter() - t0)
     finally:
         torch.set_num_threads(prev)
+        limits.restore_original_limits()

@@ -63,7 +63,7 @@ class NoiseMLP(nn.Module):
     Shapes: ``x (B, act_dim)``, ``t (B,)`` long, ``s (B, obs_dim)`` -> ``(B, act_dim)``.
     """
 
-    def __init__(self, *, obs_dim: int, act_dim: int, hidden: int = 256, t_dim: int = 16) -> None:
+    def __init__(self, *, obs_dim: int, act_dim: int, hidden: int = 256, t_dim: int = 64) -> None:
         super().__init__()
         self.time_mlp = nn.Sequential(SinusoidalEmbedding(dim=t_dim), nn.Linear(t_dim, 2 * t_dim), nn.Mish(),
                                       nn.Linear(2 * t_dim, t_dim))
@@ -76,7 +76,7 @@ class NoiseMLP(nn.Module):
 class DDPM(nn.Module):
     """DDPM over actions with ``T`` steps and an :class:`NoiseMLP`; see the module docstring for the equations."""
 
-    def __init__(self, *, obs_dim: int, act_dim: int, steps: int = 5, hidden: int = 256,
+    def __init__(self, *, obs_dim: int, act_dim: int, steps: int = 5, hidden: int = 256, t_dim: int = 64,
                  schedule: Literal["vp", "cosine"] = "vp", clip_x0: bool = True) -> None:
         super().__init__()
         if steps < 1:
@@ -84,7 +84,7 @@ class DDPM(nn.Module):
         if schedule not in ("vp", "cosine"):
             raise ValueError(f"schedule must be 'vp' or 'cosine', got {schedule!r}")
         self.obs_dim, self.act_dim, self.steps, self.clip_x0 = obs_dim, act_dim, steps, clip_x0
-        self.model = NoiseMLP(obs_dim=obs_dim, act_dim=act_dim, hidden=hidden)
+        self.model = NoiseMLP(obs_dim=obs_dim, act_dim=act_dim, hidden=hidden, t_dim=t_dim)
         betas = vp_beta_schedule(steps) if schedule == "vp" else cosine_beta_schedule(steps)
         alphas = 1.0 - betas
         ac = torch.cumprod(alphas, 0)
@@ -132,27 +132,33 @@ class DDPM(nn.Module):
         nonzero = (t > 0).float()[:, None]  # no noise at the last step
         return mean + nonzero * noise_scale * torch.exp(0.5 * log_var) * torch.randn_like(x_t)
 
-    def sample(self, s: torch.Tensor, *, temperature: float = 1.0, temperature_all_steps: bool = False) -> torch.Tensor:
+    def sample(self, s: torch.Tensor, *, temperature: float = 1.0, temperature_all_steps: bool = False,
+               noise: torch.Tensor | None = None) -> torch.Tensor:
         """Ancestral sampling ``x_T ~ N(0, τ²I) -> x_0``; ``s (B, obs_dim) -> (B, act_dim)`` in [-1, 1].
 
         Same computation as iterating :meth:`p_sample` (a test checks it), but with the T time embeddings computed
         in one call and scalar coefficients, to keep the per-step Python overhead low. Differentiable (Diffusion-QL's Q term backpropagates through it).
+        ``noise (T, B, act_dim)`` optionally supplies the standard-normal draws (``noise[0]`` for x_T, ``noise[j]``
+        for the step from t = T - j; used to check the numpy fast path against this one).
         """
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         b = s.shape[0]
         net = self.model.net
         temb = self.model.time_mlp(torch.arange(self.steps, device=s.device))  # (T, t_dim)
-        x = temperature * torch.randn(b, self.act_dim, device=s.device)
+        if noise is not None and tuple(noise.shape) != (self.steps, b, self.act_dim):
+            raise ValueError(f"noise must have shape {(self.steps, b, self.act_dim)}, got {tuple(noise.shape)}")
+        x = temperature * (torch.randn(b, self.act_dim, device=s.device) if noise is None else noise[0])
         scale = temperature if temperature_all_steps else 1.0
-        for i in reversed(range(self.steps)):
+        for j, i in enumerate(reversed(range(self.steps))):
             eps = net(torch.cat([x, temb[i].expand(b, -1), s], dim=-1))
             x0 = self._c["sqrt_recip_ac"][i] * x - self._c["sqrt_recipm1_ac"][i] * eps
             if self.clip_x0:
                 x0 = x0.clamp(-1.0, 1.0)
             x = self._c["post_c0"][i] * x0 + self._c["post_c1"][i] * x
             if i > 0:
-                x = x + (scale * math.exp(0.5 * self._c["post_log_var"][i])) * torch.randn_like(x)
+                z = torch.randn_like(x) if noise is None else noise[j + 1]
+                x = x + (scale * math.exp(0.5 * self._c["post_log_var"][i])) * z
         return x.clamp(-1.0, 1.0)
 
     def loss(self, x0: torch.Tensor, s: torch.Tensor) -> torch.Tensor:

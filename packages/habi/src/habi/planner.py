@@ -35,7 +35,9 @@ class PlannerConfig:
     obs_dim: int
     act_dim: int
     hidden: int = 256
-    """Width of the noise MLP (3 hidden layers, Mish) and of the twin critic."""
+    """Width of the noise MLP (3 hidden layers, Mish) and of the twin critic (official DQLMlp/DQLCritic: 256)."""
+    time_dim: int = 64
+    """Size of the sinusoidal time embedding of the noise MLP (official Habi pipeline: DQLMlp emb_dim=64)."""
     steps: int = 5
     """DDPM denoising steps T."""
     schedule: Literal["vp", "cosine"] = "vp"
@@ -56,7 +58,7 @@ class PlannerConfig:
 
 
 def check_planner_config(c: PlannerConfig) -> None:
-    for name in ("obs_dim", "act_dim", "hidden", "steps", "num_candidates"):
+    for name in ("obs_dim", "act_dim", "hidden", "time_dim", "steps", "num_candidates"):
         if getattr(c, name) < 1:
             what = "diffusion steps" if name == "steps" else name
             raise ValueError(f"planner {name} ({what}) must be >= 1, got {getattr(c, name)}")
@@ -73,7 +75,8 @@ class PlannerNets(nn.Module):
 
     def __init__(self, *, cfg: PlannerConfig) -> None:
         super().__init__()
-        kw = dict(obs_dim=cfg.obs_dim, act_dim=cfg.act_dim, steps=cfg.steps, hidden=cfg.hidden, schedule=cfg.schedule)
+        kw = dict(obs_dim=cfg.obs_dim, act_dim=cfg.act_dim, steps=cfg.steps, hidden=cfg.hidden, t_dim=cfg.time_dim,
+                  schedule=cfg.schedule)
         self.actor = DDPM(**kw)
         self.ema_actor = DDPM(**kw)
         self.critic = TwinQ(obs_dim=cfg.obs_dim, act_dim=cfg.act_dim, hidden=cfg.hidden)
@@ -88,11 +91,23 @@ class DiffusionPlanner:
     """Frozen Diffusion-QL planner: ``act(observation) -> action`` (one raw observation, numpy in/out).
 
     ``candidates(s)`` exposes the best-of-N machinery used to generate Habi's goal-directed behaviour.
+    ``act`` runs a compiled batch-1 path of :mod:`habi.fast` (``backend="numpy"`` by default, or ``"torch"``;
+    same maths, tested equal given the same draws, which come from a numpy generator seeded with ``seed``);
+    ``backend="reference"`` uses the plain batched path. Batched calls (``act_batch``, ``candidates``) always use
+    the reference path.
     """
 
-    def __init__(self, *, config: PlannerConfig, nets: PlannerNets, normalizer: GaussianNormalizer) -> None:
+    def __init__(self, *, config: PlannerConfig, nets: PlannerNets, normalizer: GaussianNormalizer,
+                 backend: str = "numpy", seed: int = 0) -> None:
         self.config, self.nets, self.normalizer = config, nets, normalizer
         self.nets.eval()
+        if backend not in ("numpy", "torch", "reference"):
+            raise ValueError(f"backend must be 'numpy', 'torch' or 'reference', got {backend!r}")
+        self.backend = backend
+        self._rng = np.random.default_rng(seed)
+        self._fast = None  # built on the first fast act() (weights snapshotted: the planner is frozen)
+        self._mean = np.asarray(normalizer.mean, dtype=np.float32)
+        self._std = np.asarray(normalizer.std, dtype=np.float32)
         # twin critics evaluated together (weights snapshotted: the planner is frozen)
         self._q = FusedTwinMLP(nets.critic.q1, nets.critic.q2)
         self._q_target = FusedTwinMLP(nets.critic_target.q1, nets.critic_target.q2)
@@ -105,25 +120,26 @@ class DiffusionPlanner:
         return torch.minimum(q1, q2).squeeze(-1)
 
     @torch.no_grad()
-    def candidates(self, s: torch.Tensor, *, n: int | None = None, target: bool = False
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    def candidates(self, s: torch.Tensor, *, n: int | None = None, target: bool = False,
+                   noise: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Sample ``n`` candidates per state and their values; ``s (B, obs)`` normalised ->
-        ``actions (B, n, act_dim)``, ``q (B, n)``."""
+        ``actions (B, n, act_dim)``, ``q (B, n)``. ``noise (T, B·n, act_dim)``: optional standard-normal draws."""
         c = self.config
         n = c.num_candidates if n is None else n
         if n < 1:
             raise ValueError(f"num_candidates must be >= 1, got {n}")
         b = s.shape[0]
         s_rep = s.repeat_interleave(n, dim=0)  # (B·n, obs)
-        a = self.nets.ema_actor.sample(s_rep, temperature=c.temperature, temperature_all_steps=c.temperature_all_steps)
+        a = self.nets.ema_actor.sample(s_rep, temperature=c.temperature, temperature_all_steps=c.temperature_all_steps,
+                                       noise=noise)
         q = self.q_min(s_rep, a, target=target)
         return a.reshape(b, n, c.act_dim), q.reshape(b, n)  # (B·n, ·) -> (B, n, ·)
 
     @torch.no_grad()
-    def act_normalized(self, s: torch.Tensor) -> torch.Tensor:
+    def act_normalized(self, s: torch.Tensor, *, noise: torch.Tensor | None = None) -> torch.Tensor:
         """Decision for normalised states ``s (B, obs) -> (B, act_dim)``."""
         c = self.config
-        a, q = self.candidates(s, target=c.decision == "softmax")
+        a, q = self.candidates(s, target=c.decision == "softmax", noise=noise)
         if c.decision == "argmax":
             idx = q.argmax(dim=1)
         else:
@@ -143,7 +159,16 @@ class DiffusionPlanner:
         obs = np.asarray(observation, dtype=np.float32)
         if obs.shape != (self.config.obs_dim,):
             raise ValueError(f"observation must have shape ({self.config.obs_dim},), got {obs.shape}")
-        return self.act_batch(obs[None])[0]
+        if self.backend == "reference":
+            return self.act_batch(obs[None])[0]
+        if self._fast is None:
+            from habi.fast import FastPlanner, NormalStream
+
+            c = self.config
+            self._fast = FastPlanner(self, backend=self.backend)
+            self._noise = NormalStream(self._rng, (c.steps, c.num_candidates, c.act_dim))
+        s = ((obs - self._mean) / self._std)[None]  # (obs,) -> (1, obs)
+        return self._fast.decide(s, self._noise.take(), self._rng)
 
     # ----------------------------------------------------------------- persistence
     def save(self, path: str | Path) -> Path:
@@ -165,8 +190,9 @@ class DiffusionPlanner:
         meta = load_config(path)
         if meta.get("kind") != "habi.DiffusionPlanner":
             raise CheckpointError(f"{str(path)!r} is not a habi planner checkpoint (kind={meta.get('kind')!r})")
-        cfg = PlannerConfig(**{**meta["planner"], **overrides})
-        arch = PlannerConfig(**meta["planner"])
+        saved = {"time_dim": 16, **meta["planner"]}  # checkpoints older than the time_dim field used 16
+        cfg = PlannerConfig(**{**saved, **overrides})
+        arch = PlannerConfig(**saved)
         nets = load_model(path, lambda _m: PlannerNets(cfg=arch))
         return cls(config=cfg, nets=nets, normalizer=GaussianNormalizer.from_dict(meta["normalizer"]))
 

@@ -62,11 +62,15 @@ class HabitualPolicy:
         scorer: see the module docstring.
         planner: the teacher (:class:`habi.planner.DiffusionPlanner`), needed only for the planner scorers.
         latent: ``"sample"`` (paper) or ``"mean"`` (``z = μ_p(s)``).
+        backend: how ``act`` (one observation) runs: ``"numpy"`` (default) or ``"torch"``, the compiled batch-1
+            paths of :mod:`habi.fast` (same maths, tested equal given the same draws), or ``"reference"``, the
+            plain batched torch path of ``act_batch``. Batched calls always use the reference path.
+        seed: seed of the numpy generator that draws the compiled paths' latents.
     """
 
     def __init__(self, *, model: Synergy, normalizer: GaussianNormalizer, num_candidates: int = 5,
                  scorer: Literal["habi", "planner", "planner_target", "none"] = "habi", planner: Any = None,
-                 latent: Literal["sample", "mean"] = "sample") -> None:
+                 latent: Literal["sample", "mean"] = "sample", backend: str = "numpy", seed: int = 0) -> None:
         check_inference_options(num_candidates, scorer, latent)
         if scorer.startswith("planner") and planner is None:
             raise ValueError(f"scorer={scorer!r} needs the planner (pass planner=... or use scorer='habi')")
@@ -78,20 +82,27 @@ class HabitualPolicy:
         self._mean = torch.tensor(normalizer.mean, dtype=torch.float32)
         self._std = torch.tensor(normalizer.std, dtype=torch.float32)
         self._prior = FusedTwinMLP(model.prior.mu, model.prior.sigma)  # weights snapshotted (frozen policy)
+        if backend not in ("numpy", "torch", "reference"):
+            raise ValueError(f"backend must be 'numpy', 'torch' or 'reference', got {backend!r}")
+        self.backend, self._rng, self._fast = backend, np.random.default_rng(seed), None
+        self._mean_np = np.asarray(normalizer.mean, dtype=np.float32)
+        self._std_np = np.asarray(normalizer.std, dtype=np.float32)
 
-    def act_normalized(self, s: torch.Tensor) -> torch.Tensor:
-        """Habitual inference for normalised states ``s (B, obs_dim) -> (B, act_dim)`` in [-1, 1]."""
+    def act_normalized(self, s: torch.Tensor, *, eps: torch.Tensor | None = None) -> torch.Tensor:
+        """Habitual inference for normalised states ``s (B, obs_dim) -> (B, act_dim)`` in [-1, 1].
+
+        ``eps (B, N_c, d_z)`` optionally supplies the standard-normal latent draws."""
         with torch.inference_mode():
-            return self._decide(s)
+            return self._decide(s, eps)
 
-    def _decide(self, s: torch.Tensor) -> torch.Tensor:
+    def _decide(self, s: torch.Tensor, eps: torch.Tensor | None = None) -> torch.Tensor:
         b, n, m = s.shape[0], self.num_candidates, self.model
         mu, pre_sigma = self._prior(s)  # (B, d_z) each: the two prior MLPs, fused
         sigma = F.softplus(pre_sigma) + SIGMA_FLOOR
         if self.latent == "mean":
             z = mu
         else:
-            eps = torch.randn(b, n, mu.shape[-1])
+            eps = torch.randn(b, n, mu.shape[-1]) if eps is None else eps
             z = torch.addcmul(mu[:, None], sigma[:, None], eps).reshape(b * n, -1)  # (B, N, d_z) -> (B·N, d_z)
         need_s = self.cfg.conditional_decoder or self.scorer.startswith("planner")
         s_rep = s.repeat_interleave(n, dim=0) if (need_s and n > 1) else s  # (B·N, obs)
@@ -121,6 +132,14 @@ class HabitualPolicy:
         obs = np.asarray(observation, dtype=np.float32)
         if obs.shape != (self.cfg.obs_dim,):
             raise ValueError(f"observation must have shape ({self.cfg.obs_dim},), got {obs.shape}")
+        if self.backend != "reference":
+            if self._fast is None:
+                from habi.fast import FastHabit, NormalStream
+
+                self._fast = FastHabit(self, backend=self.backend)  # weights snapshotted (frozen policy)
+                self._noise = NormalStream(self._rng, (self.num_candidates, self.cfg.latent_dim))
+            s = ((obs - self._mean_np) / self._std_np)[None]  # (obs,) -> (1, obs)
+            return self._fast.decide(s, None if self.latent == "mean" else self._noise.take())
         with torch.inference_mode():
             s = ((torch.from_numpy(obs) - self._mean) / self._std)[None]  # (obs,) -> (1, obs)
             return self._decide(s)[0].numpy()
