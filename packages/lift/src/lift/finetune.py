@@ -33,7 +33,7 @@ from lift.masks import MaskType, Selection, shira_mask_fn
 from lift.optim import SparseAdamW, select_linear_weights
 
 __all__ = ["METHODS", "MethodConfig", "SetUp", "setup_method", "finetune", "state_floats", "trainable_count",
-           "live_training_bytes"]
+           "live_training_bytes", "answer_token_accuracy"]
 
 METHODS = ("full_ft", "lora", "lift", "lift_static", "lift_smallest", "magnitude", "random")
 
@@ -230,3 +230,33 @@ def finetune(model: Any, tokenizer: Any, examples: Sequence[Any], *, optimizer: 
         "memory": memory,
         "peak_cuda_bytes": int(torch.cuda.max_memory_allocated(device)) if cuda else None,
     }
+
+
+@torch.no_grad()
+def answer_token_accuracy(model: Any, tokenizer: Any, examples: Sequence[Any], *, batch_size: int = 256) -> float:
+    """Teacher-forced accuracy on the answer tokens (and ``</s>``): the fraction of answer positions where the
+    model's argmax next token equals the true one given the true prefix.
+
+    A graded measure of retained knowledge (unlike exact match it does not collapse to 0 when one digit is wrong):
+    ``pred = argmax logits[:, :-1]`` (B, T-1) against ``labels[:, 1:]`` (B, T-1) at the answer positions.
+    """
+    from icml25.testbeds.lm import encode_examples
+
+    if not examples:
+        raise LiftConfigError("examples must not be empty")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    hits = total = 0
+    for start in range(0, len(examples), batch_size):
+        data = encode_examples(tokenizer, examples[start: start + batch_size])  # (B, T) each
+        logits = model(input_ids=data["input_ids"].to(device),
+                       attention_mask=data["attention_mask"].to(device)).logits  # (B, T, V)
+        pred = logits[:, :-1].argmax(-1).cpu()  # (B, T-1): prediction of token t+1
+        target = data["labels"][:, 1:]  # (B, T-1)
+        keep = target != -100
+        hits += int((pred[keep] == target[keep]).sum())
+        total += int(keep.sum())
+    if was_training:
+        model.train()
+    return hits / total

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import statistics
 import time
+import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -38,12 +39,26 @@ class Budget:
     update_interval: int = 25
     mask_timing_dim: int = 4096
     methods: tuple[str, ...] = ("full_ft", "lora", "lift", "lift_static", "lift_smallest", "magnitude", "random")
+    lr_grid: tuple[float, ...] = (1 / 3, 1.0, 3.0)
+    """Multipliers of each method's default lr; the lr is chosen per method on the first seed by validation
+    target accuracy (as the paper tunes the lr per method). ``(1.0,)`` = no tuning."""
+    n_val: int = 300
+    memory_methods: tuple[str, ...] = ("full_ft", "lora", "lift", "lift_static", "lift_smallest", "magnitude",
+                                       "random")
+    """Methods whose peak memory is measured with the allocator trace (tiny LM, same batch)."""
+    memory_steps: int = 3
+    rss_methods: tuple[str, ...] = ("full_ft", "lora", "lift")
+    """Methods whose peak RSS is measured in a fresh process on a larger model (rss_hidden x rss_layers)."""
+    rss_hidden: int = 512
+    rss_layers: int = 2
 
 
 FULL = Budget(seeds=(0, 1, 2), steps=150, batch_size=64, n_train=2000, n_eval=300)
-QUICK = replace(FULL, seeds=(0,), steps=60, n_train=1000, n_eval=100, mask_timing_dim=1024)
+QUICK = replace(FULL, seeds=(0,), steps=60, n_train=1000, n_eval=100, mask_timing_dim=1024, lr_grid=(1.0,),
+                n_val=100, rss_methods=())
 SMOKE = replace(FULL, seeds=(0,), steps=4, batch_size=8, n_train=64, n_eval=16, hidden_size=32, num_layers=1,
-                pretrain_steps=5, budget_rank=2, filter_rank=2, update_interval=2, mask_timing_dim=128)
+                pretrain_steps=5, budget_rank=2, filter_rank=2, update_interval=2, mask_timing_dim=128,
+                lr_grid=(1.0,), n_val=16, memory_methods=("full_ft", "lift"), memory_steps=2, rss_methods=())
 
 SOURCE_TASK = "add"
 TARGET_TASK = "mul"
@@ -51,6 +66,23 @@ TARGET_TASK = "mul"
 
 def _budget(quick: bool, smoke: bool) -> Budget:
     return SMOKE if smoke else QUICK if quick else FULL
+
+
+def is_validation_prompt(prompt: str) -> bool:
+    """About 10% of the test bed's *train-split* prompts are held out for lr selection (never trained on)."""
+    return zlib.crc32(("lift-val|" + prompt).encode("utf-8")) % 10 == 0
+
+
+def target_splits(n_train: int, n_val: int, *, seed: int) -> tuple[list[Any], list[Any]]:
+    """``(train, val)`` examples of the target task: disjoint operands, both from the test bed's train split
+    (the test split stays the held-out evaluation)."""
+    from icml25.testbeds.lm import make_examples
+
+    pool = make_examples(TARGET_TASK, int(1.3 * n_train) + 16, seed=seed, split="train")
+    train = [e for e in pool if not is_validation_prompt(e.prompt)][:n_train]
+    pool = make_examples(TARGET_TASK, 15 * n_val + 64, seed=10_003, split="train")
+    val = [e for e in pool if is_validation_prompt(e.prompt)][:n_val]
+    return train, val
 
 
 def time_mask(dim: int, *, filter_rank: int = 128, budget_rank: int = 128, svd: str = "randomized",
@@ -79,45 +111,89 @@ def time_mask(dim: int, *, filter_rank: int = 128, budget_rank: int = 128, svd: 
     return best
 
 
+def _one_run(method: str, lr: float, seed: int, b: Budget, base: Any, tok: Any, evals: dict[str, Any],
+             befores: dict[str, float], *, with_val: bool, progress: bool) -> dict[str, Any]:
+    import torch
+    from icml25.testbeds.lm import exact_match
+
+    from lift.finetune import (
+        MethodConfig,
+        answer_token_accuracy,
+        finetune,
+        setup_method,
+        state_floats,
+        trainable_count,
+    )
+
+    torch.manual_seed(seed)
+    train, val = target_splits(b.n_train, b.n_val, seed=seed)
+    cfg = MethodConfig(budget_rank=b.budget_rank, filter_rank=b.filter_rank, update_interval=b.update_interval,
+                       seed=seed, lrs={method: lr})
+    su = setup_method(method, copy.deepcopy(base), cfg)
+    res = finetune(su.model, tok, train, optimizer=su.optimizer, steps=b.steps, batch_size=b.batch_size,
+                   seed=seed, progress=progress, desc=f"{method} lr {lr:.2g} seed {seed}")
+    src = exact_match(su.model, tok, evals["source"])
+    src_tok = answer_token_accuracy(su.model, tok, evals["source"])
+    rec = {
+        "lr": lr, "seed": seed,
+        "target": exact_match(su.model, tok, evals["target"]),
+        "source": src, "source_token": src_tok,
+        # retention is undefined when the source accuracy before is 0 (only the untrained smoke model): 0.0
+        "retention": src / befores["source"] if befores["source"] > 0 else 0.0,
+        "retention_token": src_tok / befores["source_token"] if befores["source_token"] > 0 else 0.0,
+        "state_floats": state_floats(su.optimizer), "trainable": trainable_count(su),
+        "bytes": res["memory"]["total"], "step_s": res["step_seconds"], "losses": res["losses"],
+        "mask_updates": len(getattr(su.optimizer, "mask_update_steps", [])),
+    }
+    if with_val:
+        rec["val"] = exact_match(su.model, tok, val)
+        rec["val_token"] = answer_token_accuracy(su.model, tok, val)
+    return rec
+
+
 def run_methods(b: Budget, *, progress: bool = True) -> dict[str, Any]:
-    """Fine-tune every method for every seed; return per-method lists of per-seed measurements."""
+    """Per method: choose the lr on the first seed (validation target accuracy), run every seed at it, measure
+    the peak memory; return per-method lists of per-seed measurements."""
     import torch
     from icml25.testbeds.lm import exact_match, make_examples
 
-    from lift.finetune import MethodConfig, finetune, setup_method, state_floats, trainable_count
+    from lift.finetune import DEFAULT_LRS, MethodConfig, answer_token_accuracy
+    from lift.memory import MemorySpec, measure_training_memory, rss_peak_subprocess
     from lift.models import TinySpec, load_model
 
     torch.set_num_threads(min(2, torch.get_num_threads()))
     base, tok = load_model("tiny", tiny=TinySpec(source_task=SOURCE_TASK, pretrain_steps=b.pretrain_steps, seed=0,
                                                 hidden_size=b.hidden_size, num_layers=b.num_layers))
-    src_eval = make_examples(SOURCE_TASK, b.n_eval, seed=10_001, split="test")
-    tgt_eval = make_examples(TARGET_TASK, b.n_eval, seed=10_002, split="test")
-    src_before = exact_match(base, tok, src_eval)
-    tgt_before = exact_match(base, tok, tgt_eval)
-    out: dict[str, Any] = {"source_before": src_before, "target_before": tgt_before, "methods": {}}
+    evals = {"source": make_examples(SOURCE_TASK, b.n_eval, seed=10_001, split="test"),
+             "target": make_examples(TARGET_TASK, b.n_eval, seed=10_002, split="test")}
+    befores = {"source": exact_match(base, tok, evals["source"]),
+               "source_token": answer_token_accuracy(base, tok, evals["source"]),
+               "target": exact_match(base, tok, evals["target"])}
+    out: dict[str, Any] = {"source_before": befores["source"], "source_token_before": befores["source_token"],
+                           "target_before": befores["target"], "methods": {}, "grid": {}}
+    keys = ("target", "source", "source_token", "retention", "retention_token", "state_floats", "trainable",
+            "bytes", "step_s", "losses", "mask_updates", "lr")
     for method in b.methods:
-        rec: dict[str, list[Any]] = {k: [] for k in ("target", "source", "retention", "state_floats", "trainable",
-                                                      "bytes", "step_s", "losses", "mask_updates")}
-        for seed in b.seeds:
-            torch.manual_seed(seed)
-            train = make_examples(TARGET_TASK, b.n_train, seed=seed, split="train")
-            cfg = MethodConfig(budget_rank=b.budget_rank, filter_rank=b.filter_rank,
-                               update_interval=b.update_interval, seed=seed)
-            su = setup_method(method, copy.deepcopy(base), cfg)
-            res = finetune(su.model, tok, train, optimizer=su.optimizer, steps=b.steps, batch_size=b.batch_size,
-                           seed=seed, progress=progress, desc=f"{method} seed {seed}")
-            tgt = exact_match(su.model, tok, tgt_eval)
-            src = exact_match(su.model, tok, src_eval)
-            rec["target"].append(tgt)
-            rec["source"].append(src)
-            # retention is undefined when the source accuracy before is 0 (only the untrained smoke model): 0.0
-            rec["retention"].append(src / src_before if src_before > 0 else 0.0)
-            rec["state_floats"].append(state_floats(su.optimizer))
-            rec["trainable"].append(trainable_count(su))
-            rec["bytes"].append(res["memory"]["total"])
-            rec["step_s"].append(res["step_seconds"])
-            rec["losses"].append(res["losses"])
-            rec["mask_updates"].append(len(getattr(su.optimizer, "mask_update_steps", [])))
+        tune = len(b.lr_grid) > 1
+        first, rest = b.seeds[0], b.seeds[1:]
+        grid = [_one_run(method, DEFAULT_LRS[method] * mult, first, b, base, tok, evals, befores, with_val=tune,
+                         progress=progress) for mult in b.lr_grid]
+        best = max(grid, key=lambda r: (r.get("val", 0.0), r.get("val_token", 0.0))) if tune else grid[0]
+        out["grid"][method] = [{k: v for k, v in r.items() if k != "losses"} for r in grid]
+        runs = [best] + [_one_run(method, best["lr"], s, b, base, tok, evals, befores, with_val=False,
+                                  progress=progress) for s in rest]
+        rec: dict[str, Any] = {k: [r[k] for r in runs] for k in keys}
+        if method in b.memory_methods:
+            mcfg = MethodConfig(budget_rank=b.budget_rank, filter_rank=b.filter_rank, update_interval=2,
+                                seed=first, lrs={method: best["lr"]})
+            mem = measure_training_memory(method, base, tok, target_splits(b.n_train, b.n_val, seed=first)[0],
+                                          cfg=mcfg, steps=b.memory_steps, batch_size=b.batch_size, seed=first)
+            rec["peak_bytes"] = mem["peak_bytes"]
+            rec["peak_cuda_bytes"] = mem["peak_cuda_bytes"]
+        if method in b.rss_methods:
+            rec["rss"] = rss_peak_subprocess(MemorySpec(method=method, hidden_size=b.rss_hidden,
+                                                        num_layers=b.rss_layers, budget_rank=b.budget_rank,
+                                                        filter_rank=b.filter_rank, seed=first))
         out["methods"][method] = rec
     # the exact expectations of the counts, from the shapes alone
     from lift.optim import select_linear_weights
@@ -149,8 +225,12 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
         return [float(v) for v in M[name][key]]
 
     k = res["expected_k"]
+    lrs = {name: M[name]["lr"][0] for name in M}
+    tuned = "lr per method chosen from " + ", ".join(f"{m:.3g}" for m in b.lr_grid) + \
+        " x default by validation target accuracy (first seed)" if len(b.lr_grid) > 1 else "default lrs"
     scale = f"tiny Llama (hidden {b.hidden_size}, {b.num_layers} layers), {b.steps} steps, r_b={b.budget_rank}, " \
-            f"r_f={b.filter_rank}, T={b.update_interval}"
+            f"r_f={b.filter_rank}, T={b.update_interval}; {tuned}: " + \
+            ", ".join(f"{n} {v:.2g}" for n, v in lrs.items())
     # --- target accuracy
     for other, paper in (
         ("full_ft", "LIFT beats Full FT on reasoning SFT (paper Tab. 1-2: higher average accuracy than Full FT on "
@@ -167,13 +247,20 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
             ours=c("lift", "target"), baseline=c(other, "target"), baseline_name=other, paper=paper,
             margin=-1e-9, note=scale))
     # --- source retention
-    for other in ("full_ft", "lora"):
-        rep.add(Claim.compare(
-            claim=f"LIFT retains more source knowledge than {other}",
-            metric=f"{SOURCE_TASK} accuracy after / before fine-tuning",
-            ours=c("lift", "retention"), baseline=c(other, "retention"), baseline_name=other,
-            paper="up to 20% more source-domain knowledge retained than Full FT and LoRA (paper abstract, Sec. 5)",
-            note=f"source accuracy before fine-tuning {res['source_before']:.3f}"))
+    for key, metric, extra in (
+        ("retention", f"{SOURCE_TASK} exact match after / before fine-tuning",
+         f"source exact match before fine-tuning {res['source_before']:.3f}"),
+        ("retention_token", f"{SOURCE_TASK} answer-token accuracy (teacher-forced) after / before",
+         f"graded retention: source answer-token accuracy before {res['source_token_before']:.3f}; measurable "
+         "even when exact match is erased"),
+    ):
+        for other in ("full_ft", "lora"):
+            rep.add(Claim.compare(
+                claim=f"LIFT retains more source knowledge than {other}" + (" (token level)" if "token" in key
+                                                                            else ""),
+                metric=metric, ours=c("lift", key), baseline=c(other, key), baseline_name=other,
+                paper="up to 20% more source-domain knowledge retained than Full FT and LoRA (paper abstract, "
+                      "Sec. 5)", note=f"{extra}; {tuned}"))
     # --- memory: exact counts
     lift_state = c("lift", "state_floats")
     full_state = c("full_ft", "state_floats")
@@ -191,19 +278,39 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
         metric="trainable entries", ours=c("lift", "trainable")[0], baseline=lora_train[0], baseline_name="lora",
         holds=bool(c("lift", "trainable")[0] == lora_train[0] == k), seeds=len(b.seeds),
         paper="k = (m+n) r_b, LoRA's parameter count (paper Sec. 3)"))
-    rep.add(Claim.compare(
-        claim="LIFT live training-state bytes below Full FT", metric="bytes of params+grads+optimizer state",
-        ours=c("lift", "bytes"), baseline=c("full_ft", "bytes"), baseline_name="full_ft", higher_is_better=False,
-        paper="LIFT memory far below Full FT, on par with LoRA (paper Sec. 4)",
-        note="CPU has no allocator peak counter: bytes of the live tensors at the optimizer step (activations "
-             "excluded); on CUDA finetune() also records torch.cuda.max_memory_allocated"))
-    rep.add(Claim.compare(
-        claim="LIFT live training-state bytes on par with LoRA (within 25%)",
-        metric="bytes of params+grads+optimizer state", ours=c("lift", "bytes"),
-        baseline=[1.25 * v for v in c("lora", "bytes")], baseline_name="1.25 x lora", higher_is_better=False,
-        paper="memory on par with PEFT methods (paper Sec. 4)",
-        note="LIFT still materialises the dense gradient of every masked matrix (as the official code does); LoRA "
-             "only its adapters' gradients"))
+    # --- memory: measured peaks
+    trace_note = (f"measured: torch profiler allocation trace (every CPU tensor alloc/free) over model copy + "
+                  f"set-up + {b.memory_steps} steps (batch {b.batch_size}, a mask refresh included), peak of the "
+                  "running sum; includes weights and activations")
+    if "peak_bytes" in M.get("lift", {}) and "peak_bytes" in M.get("full_ft", {}):
+        rep.add(Claim.compare(
+            claim="LIFT measured peak memory below Full FT", metric="peak bytes of live torch tensors (alloc trace)",
+            ours=[M["lift"]["peak_bytes"]], baseline=[M["full_ft"]["peak_bytes"]], baseline_name="full_ft",
+            higher_is_better=False, paper="LIFT memory far below Full FT, on par with LoRA (paper Sec. 4)",
+            note=trace_note))
+    if "peak_bytes" in M.get("lift", {}) and "peak_bytes" in M.get("lora", {}):
+        rep.add(Claim.compare(
+            claim="LIFT measured peak memory on par with LoRA (within 10%)",
+            metric="peak bytes of live torch tensors (alloc trace)", ours=[M["lift"]["peak_bytes"]],
+            baseline=[1.10 * M["lora"]["peak_bytes"]], baseline_name="1.10 x lora", higher_is_better=False,
+            paper="memory on par with PEFT methods (paper Sec. 4)", note=trace_note))
+    if "rss" in M.get("lift", {}) and "rss" in M.get("full_ft", {}):
+        rss_note = (f"measured: peak RSS increase over the RSS after model build, fresh process, random-init Llama "
+                    f"hidden {b.rss_hidden} x {b.rss_layers} layers "
+                    f"({M['lift']['rss']['param_bytes'] / 2**20:.1f} MiB of weights), 2 steps batch 16, "
+                    "MALLOC_MMAP_THRESHOLD_=64 KiB")
+        rep.add(Claim.compare(
+            claim="LIFT measured peak RSS increase below Full FT (larger model)", metric="peak RSS increase (bytes)",
+            ours=[M["lift"]["rss"]["peak_increase_bytes"]], baseline=[M["full_ft"]["rss"]["peak_increase_bytes"]],
+            baseline_name="full_ft", higher_is_better=False,
+            paper="LIFT memory far below Full FT (paper Sec. 4)", note=rss_note))
+        if "rss" in M.get("lora", {}):
+            rep.add(Claim.compare(
+                claim="LIFT measured peak RSS increase on par with LoRA (within 25%, larger model)",
+                metric="peak RSS increase (bytes)", ours=[M["lift"]["rss"]["peak_increase_bytes"]],
+                baseline=[1.25 * M["lora"]["rss"]["peak_increase_bytes"]], baseline_name="1.25 x lora",
+                higher_is_better=False, paper="memory on par with PEFT methods (paper Sec. 4)",
+                note=rss_note + "; LIFT, like the official code, materialises dense gradients of masked matrices"))
     # --- speed
     full_step = statistics.median(c("full_ft", "step_s"))
     ratios = [s / full_step for s in c("lift", "step_s")]
@@ -219,15 +326,37 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
         tm, tsd = mean_sd(r["target"])
         sm, ssd = mean_sd(r["source"])
         rm, rsd = mean_sd(r["retention"])
-        rows.append([name, f"{tm:.3f} ± {tsd:.3f}", f"{sm:.3f} ± {ssd:.3f}", f"{rm:.3f} ± {rsd:.3f}",
-                     int(r["trainable"][0]), int(r["state_floats"][0]), int(statistics.median(r["bytes"])),
+        km, ksd = mean_sd(r["retention_token"])
+        rows.append([name, f"{r['lr'][0]:.2g}", f"{tm:.3f} ± {tsd:.3f}", f"{sm:.3f} ± {ssd:.3f}",
+                     f"{rm:.3f} ± {rsd:.3f}", f"{km:.3f} ± {ksd:.3f}",
                      round(1e3 * statistics.median(r["step_s"]), 2),
                      round(statistics.median(r["step_s"]) / full_step, 3), int(r["mask_updates"][0])])
-    rep.add_table("methods", ["method", "target acc", "source acc after", "retention", "trainable entries",
-                              "optimizer-state floats", "live bytes", "step ms", "step / full_ft", "mask updates"],
-                  rows)
-    rep.add_table("before fine-tuning", ["source acc", "target acc"],
-                  [[round(res["source_before"], 4), round(res["target_before"], 4)]])
+    rep.add_table("methods", ["method", "lr", "target acc", "source acc after", "retention (exact match)",
+                              "retention (answer tokens)", "step ms", "step / full_ft", "mask updates"], rows)
+    mib = 2.0**20
+    mrows = []
+    for name, r in M.items():
+        rss = r.get("rss")
+        mrows.append([name, int(r["trainable"][0]), int(r["state_floats"][0]),
+                      round(statistics.median(r["bytes"]) / mib, 3),
+                      round(r["peak_bytes"] / mib, 3) if "peak_bytes" in r else "-",
+                      round(rss["peak_increase_bytes"] / mib, 1) if rss else "-"])
+    rep.add_table("memory", ["method", "trainable entries (exact)", "optimizer-state floats (exact)",
+                             "params+grads+state MiB (counted)", "peak MiB (measured, alloc trace, tiny LM)",
+                             f"peak RSS increase MiB (measured, hidden {b.rss_hidden} x {b.rss_layers})"], mrows)
+    if len(b.lr_grid) > 1:
+        grows = []
+        for name, runs in res["grid"].items():
+            for r in runs:
+                grows.append([name, f"{r['lr']:.2g}", round(r["val"], 3), round(r["val_token"], 3),
+                              round(r["target"], 3), round(r["retention"], 3), round(r["retention_token"], 3),
+                              "yes" if r["lr"] == M[name]["lr"][0] else ""])
+        rep.add_table("learning-rate selection (first seed)",
+                      ["method", "lr", "val acc", "val token acc", "test acc", "retention", "retention (tokens)",
+                       "chosen"], grows)
+    rep.add_table("before fine-tuning", ["source acc", "source answer-token acc", "target acc"],
+                  [[round(res["source_before"], 4), round(res["source_token_before"], 4),
+                    round(res["target_before"], 4)]])
     rep.add_table("mask computation", ["matrix", "svd", "filter_rank", "budget_rank", "CPU threads", "seconds"],
                   [[f"{b.mask_timing_dim}x{b.mask_timing_dim}", "randomized", min(128, b.mask_timing_dim),
                     min(128, max(1, b.mask_timing_dim // 4)), 1, round(t_mask, 3)]])
@@ -238,7 +367,8 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
     learning_curves(curves, out / "loss_curves.png", xlabel="optimizer step", ylabel="train loss",
                     title=f"SFT on {TARGET_TASK}", logy=True)
     grouped_bars({"target acc": {n: r["target"] for n, r in M.items()},
-                  "source retention": {n: r["retention"] for n, r in M.items()}},
+                  "source retention": {n: r["retention"] for n, r in M.items()},
+                  "source retention (tokens)": {n: r["retention_token"] for n, r in M.items()}},
                  out / "accuracy.png", ylabel="fraction", title="target accuracy and source retention")
     rep.figures += ["loss_curves.png", "accuracy.png"]
     rep.notes += [
