@@ -6,6 +6,7 @@ import copy
 
 import pytest
 import torch
+from icml25.testing import assert_close64
 from lift.errors import LiftConfigError, MaskError
 from lift.masks import principal_mask
 from lift.optim import SparseAdamW
@@ -220,3 +221,55 @@ def test_non_2d_param_in_masked_group_rejected():
     w.data[0, 0] = float("inf")
     with pytest.raises(MaskError, match="non-finite"):
         SparseAdamW([w], lr=1e-2, filter_rank=1, budget_rank=1, update_interval=None)
+
+
+# ---------------------------------------------------------------------------------------------- statistics masks
+def _lin_grad(seed: int, shape=(6, 10)) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def test_gradient_mask_is_topk_of_the_refresh_steps_gradient():
+    from lift.masks import budget_size, topk_mask
+
+    w = torch.nn.Parameter(_lin_grad(0))
+    opt = SparseAdamW([w], lr=1e-2, filter_rank=1, budget_rank=1, update_interval=1, mask_type="gradient", seed=3)
+    k = budget_size(w.shape, budget_rank=1)
+    assert int(opt.mask(w).sum()) == k  # random before any gradient
+    w.grad = _lin_grad(1)
+    opt.step()  # refresh after step 1 reads |G| of this step
+    assert torch.equal(opt.mask(w), topk_mask(w.grad.abs(), k))
+    assert opt.state[w]["exp_avg"].numel() == k and "score" not in opt.state[w]
+
+
+def test_momentum_and_movement_scores_follow_their_recursions():
+    from lift.masks import budget_size, topk_mask
+
+    k = budget_size((6, 10), budget_rank=1)
+    for kind in ("momentum", "movement"):
+        w = torch.nn.Parameter(_lin_grad(0))
+        opt = SparseAdamW([w], lr=1e-2, filter_rank=1, budget_rank=1, update_interval=2, mask_type=kind,
+                          betas=(0.8, 0.99))
+        expected = torch.zeros_like(w)
+        for t in range(2):
+            w.grad = _lin_grad(10 + t)
+            w_before = w.detach().clone()
+            if kind == "momentum":
+                expected = 0.8 * expected + 0.2 * w.grad
+            else:
+                expected = expected - w.grad * w_before
+            opt.step()
+        assert_close64(opt.state[w]["score"], expected, rtol=1e-12, atol=1e-12)
+        scores = expected.abs() if kind == "momentum" else expected
+        assert torch.equal(opt.mask(w), topk_mask(scores, k)), kind  # refreshed after step 2 from the scores
+
+
+def test_statistics_masks_reject_misuse():
+    from lift.masks import compute_mask, shira_mask_fn
+
+    w = _lin_grad(0)
+    with pytest.raises(MaskError, match="shape"):
+        compute_mask(w, mask_type="momentum", budget_rank=1, scores=torch.ones(3, 3))
+    with pytest.raises(LiftConfigError, match="only used"):
+        compute_mask(w, mask_type="magnitude", budget_rank=1, scores=w)
+    with pytest.raises(LiftConfigError, match="training statistics"):
+        shira_mask_fn(mask_type="movement")

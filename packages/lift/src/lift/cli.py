@@ -50,8 +50,10 @@ class TrainConfig(CommonOptions):
     """Adam eps (added to sqrt(v), HF style)."""
     weight_decay: float = 0.0
     """Decoupled weight decay on the masked entries."""
-    mask_type: Literal["principal", "magnitude", "random", "stable_rank"] = "principal"
-    """principal = LIFT; the others are the official code's baseline masks."""
+    mask_type: Literal["principal", "magnitude", "random", "stable_rank", "gradient", "momentum",
+                       "movement"] = "principal"
+    """principal = LIFT; the others are the official code's baseline masks (gradient/momentum/movement: from
+    training statistics, random until the first refresh)."""
     selection: Literal["largest", "smallest"] = "largest"
     """largest = paper; smallest = what the released official scripts select."""
     svd: Literal["auto", "exact", "randomized"] = "auto"

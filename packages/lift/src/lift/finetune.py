@@ -10,6 +10,9 @@ Methods (:data:`METHODS`), all at the same parameter budget ``k = (m + n) r_b`` 
 ``lift_smallest``  as ``lift`` but the *smallest* low-rank entries (what the released official scripts select)
 ``magnitude``      SparseAdamW with the ``|W|`` mask (no rank reduction), same schedule
 ``random``         peft SHiRA with its random mask (static), AdamW
+``gradient``       SparseAdamW, mask = top-k ``|G|`` at each refresh (official ``grad_mag``), random at first
+``momentum``       SparseAdamW, mask = top-k of a dense gradient EMA (official ``momentum``), random at first
+``movement``       SparseAdamW, mask = top-k of ``-sum G*W`` (official ``movement_v2``), random at first
 =================  ==================================================================================================
 
 :func:`finetune` trains answer-token cross-entropy (prompt labels ``-100``) with gradient accumulation and a linear
@@ -35,10 +38,15 @@ from lift.optim import SparseAdamW, select_linear_weights
 __all__ = ["METHODS", "MethodConfig", "SetUp", "setup_method", "finetune", "state_floats", "trainable_count",
            "live_training_bytes", "answer_token_accuracy"]
 
-METHODS = ("full_ft", "lora", "lift", "lift_static", "lift_smallest", "magnitude", "random")
+METHODS = ("full_ft", "lora", "lift", "lift_static", "lift_smallest", "magnitude", "random", "gradient", "momentum",
+           "movement")
 
 DEFAULT_LRS = {"full_ft": 1e-3, "lora": 3e-3, "lift": 3e-3, "lift_static": 3e-3, "lift_smallest": 3e-3,
-               "magnitude": 3e-3, "random": 3e-3}
+               "magnitude": 3e-3, "random": 3e-3, "gradient": 3e-3, "momentum": 3e-3, "movement": 3e-3}
+
+#: SparseAdamW methods (dynamic masks) and their mask types.
+_SPARSE_ADAMW = {"lift": MaskType.PRINCIPAL, "lift_smallest": MaskType.PRINCIPAL, "magnitude": MaskType.MAGNITUDE,
+                 "gradient": MaskType.GRADIENT, "momentum": MaskType.MOMENTUM, "movement": MaskType.MOVEMENT}
 
 
 @dataclass(frozen=True)
@@ -88,10 +96,10 @@ def setup_method(name: str, model: nn.Module, cfg: MethodConfig) -> SetUp:
             p.requires_grad_(True)
         opt = torch.optim.AdamW(model.parameters(), **adam_kw)
         return SetUp(name, model, opt, {"lr": lr})
-    if name in ("lift", "lift_smallest", "magnitude"):
+    if name in _SPARSE_ADAMW:
         opt = SparseAdamW(
             model, filter_rank=cfg.filter_rank, budget_rank=cfg.budget_rank, update_interval=cfg.update_interval,
-            mask_type=MaskType.MAGNITUDE if name == "magnitude" else MaskType.PRINCIPAL,
+            mask_type=_SPARSE_ADAMW[name],
             selection=Selection.SMALLEST if name == "lift_smallest" else Selection.LARGEST, seed=cfg.seed,
             **adam_kw)
         return SetUp(name, model, opt, {"lr": lr})

@@ -40,6 +40,7 @@ __all__ = [
     "magnitude_mask",
     "principal_mask",
     "random_mask",
+    "score_mask",
     "shira_mask_fn",
     "stable_rank",
     "stable_rank_mask",
@@ -61,6 +62,20 @@ class MaskType(StrEnum):
     """k uniformly random entries."""
     STABLE_RANK = "stable_rank"
     """Official ``stable_rank_filter``: r_f = floor(srank(W)) and budget k = (m+n)*floor(srank(W))."""
+    GRADIENT = "gradient"
+    """Official ``grad_mag``: top-k of ``|G|``, the gradient of the step at which the mask is refreshed.
+    Needs the optimizer (scores from training); random before the first gradient, as in the official code."""
+    MOMENTUM = "momentum"
+    """Official ``momentum``: top-k of ``|EMA_beta1(G)|``, a dense gradient EMA kept by :class:`SparseAdamW`
+    (m n extra floats per matrix). Random before the first gradient."""
+    MOVEMENT = "movement"
+    """Official ``movement_v2`` (movement pruning, Sanh et al. 2020): top-k of the accumulated score
+    ``S = -sum_t G_t * W_t`` (signed, largest), a dense buffer kept by :class:`SparseAdamW`. Random at first."""
+
+    @property
+    def needs_scores(self) -> bool:
+        """True for the training-statistics masks (gradient, momentum, movement)."""
+        return self in (MaskType.GRADIENT, MaskType.MOMENTUM, MaskType.MOVEMENT)
 
     @classmethod
     def parse(cls, value: MaskType | str) -> MaskType:
@@ -295,12 +310,36 @@ def stable_rank_mask(weight: torch.Tensor, *, selection: Selection | str = Selec
                           svd=svd, niter=niter, seed=seed)
 
 
+def score_mask(weight: torch.Tensor, scores: torch.Tensor | None, *, budget_rank: int | None = None,
+               density: float | None = None, selection: Selection | str = Selection.LARGEST,
+               seed: int = 0) -> torch.Tensor:
+    """Top-k of ``scores`` (shape of ``weight``), or a random mask when there are no scores yet (``None``), as the
+    official gradient/momentum/movement masks do before the first gradient."""
+    _check_weight(weight)
+    k = budget_size(weight.shape, budget_rank=budget_rank, density=density)
+    if scores is None:
+        return random_mask(weight, budget_rank=budget_rank, density=density, seed=seed)
+    if tuple(scores.shape) != tuple(weight.shape):
+        raise MaskError(f"scores have shape {tuple(scores.shape)} but the weight has shape {tuple(weight.shape)}")
+    if not bool(torch.isfinite(scores).all()):
+        raise MaskError("scores have non-finite entries (NaN or inf); a mask cannot be computed from them")
+    return topk_mask(scores.detach(), k, selection=selection)
+
+
 def compute_mask(weight: torch.Tensor, *, mask_type: MaskType | str = MaskType.PRINCIPAL, filter_rank: int | None = None,
                  budget_rank: int | None = None, density: float | None = None,
                  selection: Selection | str = Selection.LARGEST, svd: SVDMethod | str = SVDMethod.AUTO,
-                 niter: int = 2, seed: int = 0) -> torch.Tensor:
-    """Dispatch on :class:`MaskType` (no substring tests)."""
+                 niter: int = 2, seed: int = 0, scores: torch.Tensor | None = None) -> torch.Tensor:
+    """Dispatch on :class:`MaskType` (no substring tests).
+
+    ``scores`` (shape of ``weight``) are the training statistics of the gradient / momentum / movement masks
+    (``|G|``, ``|EMA(G)|``, ``-sum G*W``); ``None`` there gives a random mask (no statistics yet).
+    """
     mt = MaskType.parse(mask_type)
+    if mt.needs_scores:
+        return score_mask(weight, scores, budget_rank=budget_rank, density=density, selection=selection, seed=seed)
+    if scores is not None:
+        raise LiftConfigError(f"scores are only used by the gradient/momentum/movement masks, not {mt.value!r}")
     if mt is MaskType.PRINCIPAL:
         if filter_rank is None:
             raise LiftConfigError("filter_rank is required for mask_type='principal'")
@@ -329,6 +368,9 @@ def shira_mask_fn(*, mask_type: MaskType | str = MaskType.PRINCIPAL, filter_rank
     mt = MaskType.parse(mask_type)
     if mt is MaskType.STABLE_RANK:
         raise LiftConfigError("mask_type='stable_rank' ties the budget to the stable rank; SHiRA needs r(m+n) entries")
+    if mt.needs_scores:
+        raise LiftConfigError(f"mask_type={mt.value!r} needs training statistics; use SparseAdamW, not a static "
+                              "SHiRA mask")
     if mt is MaskType.PRINCIPAL:
         _check_int(filter_rank, "filter_rank", low=1)
 

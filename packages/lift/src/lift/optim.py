@@ -114,7 +114,9 @@ class SparseAdamW(torch.optim.Optimizer):
         betas, eps, weight_decay, correct_bias: AdamW hyper-parameters (HF style: eps is added to ``sqrt(v)``).
             Defaults follow the official ``SparseAdamW`` (eps 1e-6); its training script uses betas (0.9, 0.95).
         mask_type: :class:`~lift.masks.MaskType` (``principal`` = LIFT; ``magnitude``, ``random``, ``stable_rank``
-            are the baselines of the official code).
+            are the baselines of the official code; ``gradient`` (top-k ``|G|`` at refresh), ``momentum`` (top-k of
+            a dense gradient EMA) and ``movement`` (top-k of ``-sum G*W``) its training-statistics masks, random
+            until the first refresh; momentum and movement keep an extra dense ``(m, n)`` ``state["score"]``).
         selection: ``largest`` (paper, default) or ``smallest`` (what the released official scripts select).
         svd, niter: exact / randomized / auto SVD and power iterations of the randomized SVD.
         seed: seed for the randomized SVD and random masks (mixed with the parameter index and update count).
@@ -254,10 +256,37 @@ class SparseAdamW(torch.optim.Optimizer):
             mask = check_mask(mask, w, k=k, name=f"mask_fn mask for {name}")
         else:
             seed = group["seed"] + 7919 * param_index + 104729 * n_updates
-            mask = compute_mask(w, mask_type=group["mask_type"], filter_rank=group["filter_rank"],
+            mt = MaskType(group["mask_type"])
+            mask = compute_mask(w, mask_type=mt, filter_rank=group["filter_rank"],
                                 budget_rank=group["budget_rank"], density=group["density"],
-                                selection=group["selection"], svd=group["svd"], niter=group["niter"], seed=seed)
+                                selection=group["selection"], svd=group["svd"], niter=group["niter"], seed=seed,
+                                scores=self._scores(p, mt) if mt.needs_scores else None)
         return mask.reshape(-1).nonzero().squeeze(1).to(device=p.device, dtype=torch.long)  # (m, n) -> (k,)
+
+    def _scores(self, p: torch.Tensor, mask_type: MaskType) -> torch.Tensor | None:
+        """Training statistics of the gradient / momentum / movement masks (``None`` before the first gradient)."""
+        if mask_type is MaskType.GRADIENT:
+            return None if p.grad is None else p.grad.detach().abs()  # |G| of the current step, (m, n)
+        score = self.state[p].get("score") if p in self.state else None  # (m, n) or None
+        if score is None:
+            return None
+        return score.abs() if mask_type is MaskType.MOMENTUM else score
+
+    @torch.no_grad()
+    def _update_scores(self, p: torch.Tensor, group: dict[str, Any]) -> None:
+        """Dense score buffers: momentum ``s <- beta1 s + (1 - beta1) G``; movement ``s <- s - G * W`` (before the
+        update, Sanh et al. 2020). The gradient mask needs no buffer (it reads ``.grad`` at refresh time)."""
+        mt = group["mask_type"]
+        if mt not in (MaskType.MOMENTUM.value, MaskType.MOVEMENT.value):
+            return
+        state = self.state[p]
+        if "score" not in state:
+            state["score"] = torch.zeros_like(p, memory_format=torch.contiguous_format)  # (m, n)
+        g = p.grad.to(state["score"].dtype)
+        if mt == MaskType.MOMENTUM.value:
+            state["score"].mul_(group["betas"][0]).add_(g, alpha=1.0 - group["betas"][0])
+        else:
+            state["score"].addcmul_(g, p.detach().to(g.dtype), value=-1.0)
 
     # ------------------------------------------------------------------------------------------------ stepping
 
@@ -275,6 +304,7 @@ class SparseAdamW(torch.optim.Optimizer):
                 if p.grad.is_sparse:
                     raise RuntimeError("SparseAdamW does not support sparse gradients (torch.sparse); use dense grads")
                 if group["masked"]:
+                    self._update_scores(p, group)
                     self._masked_update(p, group)
                 else:
                     self._dense_update(p, group)

@@ -44,13 +44,15 @@ class Budget:
     target accuracy (as the paper tunes the lr per method). ``(1.0,)`` = no tuning."""
     n_val: int = 300
     memory_methods: tuple[str, ...] = ("full_ft", "lora", "lift", "lift_static", "lift_smallest", "magnitude",
-                                       "random")
+                                       "random", "gradient", "momentum", "movement")
     """Methods whose peak memory is measured with the allocator trace (tiny LM, same batch)."""
     memory_steps: int = 3
     rss_methods: tuple[str, ...] = ("full_ft", "lora", "lift")
     """Methods whose peak RSS is measured in a fresh process on a larger model (rss_hidden x rss_layers)."""
     rss_hidden: int = 512
     rss_layers: int = 2
+    variant_methods: tuple[str, ...] = ("gradient", "momentum", "movement")
+    """The official code's training-statistics masks, run at LIFT's chosen lr (no own lr search)."""
 
 
 FULL = Budget(seeds=(0, 1, 2), steps=150, batch_size=64, n_train=2000, n_eval=300)
@@ -58,7 +60,8 @@ QUICK = replace(FULL, seeds=(0,), steps=60, n_train=1000, n_eval=100, mask_timin
                 n_val=100, rss_methods=())
 SMOKE = replace(FULL, seeds=(0,), steps=4, batch_size=8, n_train=64, n_eval=16, hidden_size=32, num_layers=1,
                 pretrain_steps=5, budget_rank=2, filter_rank=2, update_interval=2, mask_timing_dim=128,
-                lr_grid=(1.0,), n_val=16, memory_methods=("full_ft", "lift"), memory_steps=2, rss_methods=())
+                lr_grid=(1.0,), n_val=16, memory_methods=("full_ft", "lift"), memory_steps=2, rss_methods=(),
+                variant_methods=())
 
 SOURCE_TASK = "add"
 TARGET_TASK = "mul"
@@ -173,13 +176,16 @@ def run_methods(b: Budget, *, progress: bool = True) -> dict[str, Any]:
                            "target_before": befores["target"], "methods": {}, "grid": {}}
     keys = ("target", "source", "source_token", "retention", "retention_token", "state_floats", "trainable",
             "bytes", "step_s", "losses", "mask_updates", "lr")
-    for method in b.methods:
-        tune = len(b.lr_grid) > 1
+    for method in (*b.methods, *b.variant_methods):
+        variant = method in b.variant_methods and method not in b.methods
+        tune = len(b.lr_grid) > 1 and not variant
         first, rest = b.seeds[0], b.seeds[1:]
-        grid = [_one_run(method, DEFAULT_LRS[method] * mult, first, b, base, tok, evals, befores, with_val=tune,
-                         progress=progress) for mult in b.lr_grid]
+        lrs = [out["methods"]["lift"]["lr"][0]] if variant else [DEFAULT_LRS[method] * m for m in b.lr_grid]
+        grid = [_one_run(method, lr, first, b, base, tok, evals, befores, with_val=tune, progress=progress)
+                for lr in lrs]
         best = max(grid, key=lambda r: (r.get("val", 0.0), r.get("val_token", 0.0))) if tune else grid[0]
-        out["grid"][method] = [{k: v for k, v in r.items() if k != "losses"} for r in grid]
+        if tune:
+            out["grid"][method] = [{k: v for k, v in r.items() if k != "losses"} for r in grid]
         runs = [best] + [_one_run(method, best["lr"], s, b, base, tok, evals, befores, with_val=False,
                                   progress=progress) for s in rest]
         rec: dict[str, Any] = {k: [r[k] for r in runs] for k in keys}
@@ -204,6 +210,24 @@ def run_methods(b: Budget, *, progress: bool = True) -> dict[str, Any]:
     out["all_params"] = sum(p.numel() for p in base.parameters())
     out["shapes"] = shapes
     return out
+
+
+def _tradeoff_plot(grid: dict[str, list[dict[str, Any]]], path: Path) -> None:
+    """Target accuracy vs graded source retention over each method's lr grid (first seed): forgetting trade-off."""
+    from icml25.plots import save_figure
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.5, 4.5))
+    ax = fig.add_subplot()
+    for name, runs in grid.items():
+        runs = sorted(runs, key=lambda r: r["lr"])
+        ax.plot([r["retention_token"] for r in runs], [r["target"] for r in runs], marker="o",
+                lw=2.5 if name == "lift" else 1.0, label=name)
+    ax.set_xlabel("source retention (answer-token accuracy after / before)")
+    ax.set_ylabel("target exact match (held-out)")
+    ax.set_title("one point per lr of the grid (first seed)")
+    ax.legend(fontsize=7)
+    save_figure(fig, path)
 
 
 def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
@@ -241,6 +265,9 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
         ("lift_static", "dynamic mask updates help vs. a static principal mask (paper Sec. 3, update interval)"),
         ("lift_smallest", "paper defines principal weights as the LARGEST entries of the low-rank approximation; "
                           "the released scripts select the smallest"),
+        *((v, "official code's training-statistics mask (grad_mag / momentum / movement_v2), run at LIFT's lr; "
+              "the paper reports principal weights as the best selection criterion (Sec. 3)")
+          for v in b.variant_methods if v in M),
     ):
         rep.add(Claim.compare(
             claim=f"LIFT target accuracy ≥ {other}", metric=f"{TARGET_TASK} exact match (held-out operands)",
@@ -371,6 +398,9 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
                   "source retention (tokens)": {n: r["retention_token"] for n, r in M.items()}},
                  out / "accuracy.png", ylabel="fraction", title="target accuracy and source retention")
     rep.figures += ["loss_curves.png", "accuracy.png"]
+    if res["grid"]:
+        _tradeoff_plot(res["grid"], out / "tradeoff.png")
+        rep.figures.append("tradeoff.png")
     rep.notes += [
         f"Source task {SOURCE_TASK!r} (pretraining, cached), target task {TARGET_TASK!r}; held-out operands.",
         f"Sizes: {b}. Methods trained in {train_seconds:.1f} s.",
