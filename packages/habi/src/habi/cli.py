@@ -49,8 +49,10 @@ class TrainPlannerConfig(CommonOptions):
     """D4RL-layout .hdf5/.npz file (observations, actions, rewards, terminals, timeouts)."""
     env_id: str = "Pendulum-v1"
     """Environment the data comes from (its observation/action sizes are checked)."""
-    hidden: int = 128
-    """Width of the noise MLP and the critic (paper 256)."""
+    hidden: int = 256
+    """Width of the noise MLP and the critic (paper/official 256)."""
+    time_dim: int = 64
+    """Time-embedding size of the noise MLP (official Habi pipeline 64)."""
     diffusion_steps: int = 5
     """DDPM steps T."""
     steps: int = 1200
@@ -155,8 +157,8 @@ def train_planner_cmd(cfg: TrainPlannerConfig) -> int:
 
     obs_dim, act_dim = env_dims(cfg.env_id)
     data = load_offline(cfg.data, obs_dim=obs_dim, act_dim=act_dim)
-    pcfg = PlannerConfig(obs_dim=obs_dim, act_dim=act_dim, hidden=cfg.hidden, steps=cfg.diffusion_steps,
-                         num_candidates=cfg.num_candidates)
+    pcfg = PlannerConfig(obs_dim=obs_dim, act_dim=act_dim, hidden=cfg.hidden, time_dim=cfg.time_dim,
+                         steps=cfg.diffusion_steps, num_candidates=cfg.num_candidates)
     tcfg = PlannerTrainConfig(steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, eta=cfg.eta, tau=cfg.tau,
                               gamma=cfg.gamma)
     rd = open_run_dir("habi", cfg)

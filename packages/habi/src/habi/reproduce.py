@@ -47,6 +47,7 @@ KL_TOL_DECADES = 0.3  # 'reached' = geometric-mean KL within a factor 2 of the t
 class Budget:
     data: DataGenConfig
     planner_hidden: int
+    """Width of the planner's noise MLP and twin critic (official DQLMlp/DQLCritic: 256)."""
     planner_steps: int
     teacher_states: int
     habi_steps: int
@@ -62,20 +63,27 @@ class Budget:
     planner_tau: float = 0.02
     planner_gamma: float = 0.98
     habi_batch: int = 128
+    habi_lr: float = 1e-3
+    """Adam lr of habitization (official 3e-4; 1e-3 at CPU-scale step counts, as for the planner)."""
+    replay: bool = False
+    """Also run the medium-replay data set (one seed: planner, Habi, BC, Distill-MSE)."""
     latent_dim: int = 32
     habi_hidden: int = 128
     fast_kl_lr: float = 1e-2
     main_kl_init: float = 1.0
+    planner_time_dim: int = 64
+    """Time-embedding size of the noise MLP (official Habi pipeline: 64)."""
 
 
-FULL = Budget(data=DataGenConfig(), planner_hidden=128, planner_steps=1200, teacher_states=3000, habi_steps=1500,
-              regress_steps=2000, seeds=3, episodes=10, bench_habi=2000, bench_planner=300, bench_rounds=5)
+FULL = Budget(data=DataGenConfig(), planner_hidden=256, planner_steps=1200, teacher_states=3000, habi_steps=3000,
+              regress_steps=2000, seeds=3, episodes=10, bench_habi=2000, bench_planner=300, bench_rounds=5,
+              replay=True)
 QUICK = replace(FULL, planner_steps=300, teacher_states=1000, habi_steps=500, regress_steps=500, seeds=1,
-                episodes=4, bench_habi=1000, bench_planner=100, bench_rounds=3)
+                episodes=4, bench_habi=1000, bench_planner=100, bench_rounds=3, replay=False)
 SMOKE = Budget(data=DataGenConfig(sac_steps=300, checkpoint_every=150, n_transitions=600, eval_episodes=1,
                                   require_improvement=False),
                planner_hidden=32, planner_steps=20, teacher_states=100, habi_steps=30, regress_steps=20, seeds=1,
-               episodes=1, bench_habi=40, bench_planner=10, bench_rounds=2)
+               episodes=1, bench_habi=40, bench_planner=10, bench_rounds=2, planner_time_dim=8)
 
 
 def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
@@ -105,7 +113,7 @@ def run(b: Budget, *, out: Path, seed: int, progress: bool = True) -> Report:
 
     # ---- teacher (one per run, seed recorded) -------------------------------------------------------------------
     t0 = time.perf_counter()
-    pcfg = PlannerConfig(obs_dim=obs_dim, act_dim=act_dim, hidden=b.planner_hidden)
+    pcfg = PlannerConfig(obs_dim=obs_dim, act_dim=act_dim, hidden=b.planner_hidden, time_dim=b.planner_time_dim)
     planner = train_planner(data, config=pcfg, train=PlannerTrainConfig(steps=b.planner_steps, batch_size=b.planner_batch, lr=b.planner_lr,
                                                                  eta=b.planner_eta, tau=b.planner_tau, gamma=b.planner_gamma), seed=seed,
                             log=rd.log, progress=progress)
@@ -133,7 +141,7 @@ def run(b: Budget, *, out: Path, seed: int, progress: bool = True) -> Report:
     steps_axis: list[int] = []
     hcfg = HabiConfig(obs_dim=obs_dim, act_dim=act_dim, latent_dim=b.latent_dim, hidden=b.habi_hidden,
                       critic_hidden=b.habi_hidden)
-    hkw = {"steps": b.habi_steps, "batch_size": b.habi_batch}
+    hkw = {"steps": b.habi_steps, "batch_size": b.habi_batch, "lr": b.habi_lr}
     seeds = [seed + i for i in range(b.seeds)]
     t_train = 0.0
     t_eval = 0.0
@@ -170,8 +178,8 @@ def run(b: Budget, *, out: Path, seed: int, progress: bool = True) -> Report:
             policies[names[4]] = HabitualPolicy(model=models["paper"], normalizer=norm, num_candidates=5,
                                                 scorer="habi")
         t0 = time.perf_counter()
-        torch.manual_seed(s)
         for name, pol in policies.items():
+            torch.manual_seed(s)
             rets = evaluate_policy(pol.act_batch, env_id, episodes=b.episodes, seed=100_000 + 1000 * s)
             scores[name].append(_score(rets, meta))
             rd.log(None, stage="evaluate", seed=s, policy=name, score=scores[name][-1],
@@ -182,18 +190,31 @@ def run(b: Budget, *, out: Path, seed: int, progress: bool = True) -> Report:
         if s == seeds[0]:
             policies[names[0]].save(out / "habi")
 
+    # ---- medium-replay (one seed) -------------------------------------------------------------------------------
+    t0 = time.perf_counter()
+    replay = _replay(b, gen, meta, pcfg, hcfg, seed=seed, out=out, log=rd.log, progress=progress) if b.replay else None
+    t_replay = time.perf_counter() - t0
+
     # ---- decision frequency (batch 1, one thread, interleaved rounds) -----------------------------------------
     t0 = time.perf_counter()
     assert bench_models is not None
-    bench_names = names[:3] + [PLANNER]
+    REF_HABI, REF_PLANNER = "Habi (N_c=5), reference torch path", "Planner, reference torch path"
+    bench = {n: bench_models[n] for n in names[:3] + [PLANNER]}
+    bench[REF_HABI] = HabitualPolicy(model=bench_models[names[0]].model, normalizer=norm, num_candidates=5,
+                                     scorer="habi", backend="reference")
+    bench[REF_PLANNER] = DiffusionPlanner(config=pcfg, nets=planner.nets, normalizer=norm, backend="reference")
+    torch.manual_seed(0)
+    paper_hcfg = replace(hcfg, latent_dim=256, hidden=256, critic_hidden=256)
+    from habi.model import Synergy
+
+    PAPER_HABI = "Habi at paper size (d_z 256, width 256; untrained, timing only)"
+    bench[PAPER_HABI] = HabitualPolicy(model=Synergy(cfg=paper_hcfg), normalizer=norm, num_candidates=5,
+                                       scorer="habi")
+    bench_names = list(bench)
     obs_bench = data["observations"][:: max(1, len(data["observations"]) // 500)]
     counts = {n: (b.bench_planner if n.startswith("Planner") else b.bench_habi) for n in bench_names}
-    hz = decision_frequency({n: bench_models[n].act for n in bench_names}, obs_bench, decisions=counts,
+    hz = decision_frequency({n: bench[n].act for n in bench_names}, obs_bench, decisions=counts,
                             rounds=b.bench_rounds, warmup=min(50, b.bench_habi))
-    paper_arch = DiffusionPlanner(config=replace(pcfg, hidden=256), nets=_fresh_nets(replace(pcfg, hidden=256)),
-                                  normalizer=norm)
-    hz_paper = decision_frequency({"paper-size planner": paper_arch.act}, obs_bench, decisions=b.bench_planner,
-                                  rounds=b.bench_rounds, warmup=min(20, b.bench_planner))
     thr = {n: batched_throughput(bench_models[n].act_batch, obs_bench, batch=50, calls=10 if not b.seeds == 1 else 5)
            for n in (names[0], PLANNER)}
     t_bench = time.perf_counter() - t0
@@ -223,9 +244,10 @@ def run(b: Budget, *, out: Path, seed: int, progress: bool = True) -> Report:
     rep.add(Claim(claim=f"Habi is >= {SPEEDUP_TARGET:.0f}x faster than its diffusion planner (batch 1, 1 thread)",
                   metric="decisions/s", ours=h_hz, baseline=p_hz, baseline_name="Diffusion-QL planner (50 cand. x 5 steps)",
                   holds=ratio >= SPEEDUP_TARGET, paper=PAPER_HZ,
-                  note=f"median per-round speed-up {ratio:.1f}x; a paper-size planner (hidden 256) runs at "
-                       f"{hz_paper['paper-size planner']['hz']:.0f} Hz, i.e. "
-                       f"{h_hz / hz_paper['paper-size planner']['hz']:.1f}x slower than Habi"))
+                  note=f"median per-round speed-up {ratio:.1f}x; planner at the paper's size (width 256, 50 candidates "
+                       f"x {pcfg.steps} steps); both through their compiled numpy batch-1 paths. Habi at the paper's "
+                       f"size (d_z 256, width 256): {speedup(hz, PAPER_HABI, PLANNER):.1f}x; reference torch paths: "
+                       f"{speedup(hz, REF_HABI, REF_PLANNER):.1f}x"))
     gap_fast = [log10_gap(v, 1.0) for v in final_kl["fast"]]
     gap_paper = [log10_gap(v, 1.0) for v in final_kl["paper"]]
     rep.add(Claim(claim=f"The adaptive KL weight drives the (geometric-mean) KL to its target 1, within a factor 2 "
@@ -249,10 +271,10 @@ def run(b: Budget, *, out: Path, seed: int, progress: bool = True) -> Report:
         m, sd = mean_sd(scores[n])
         rows.append([n, round(m, 1), round(sd, 1), len(scores[n])])
     rep.add_table("Normalised score (Pendulum-v1 medium, ours)", ["policy", "mean", "sd", "seeds"], rows)
-    hz_rows = [[n, round(float(hz[n]["hz"]), 1), round(float(hz[n]["latency_us"]), 1)] for n in bench_names]
-    hz_rows.append(["paper-size planner (hidden 256, untrained)", round(float(hz_paper["paper-size planner"]["hz"]), 1),
-                    round(float(hz_paper["paper-size planner"]["latency_us"]), 1)])
-    rep.add_table("Decision frequency (batch 1, 1 thread)", ["policy", "decisions/s", "median latency (us)"], hz_rows)
+    hz_rows = [[n, round(float(hz[n]["hz"]), 1), round(float(hz[n]["latency_us"]), 1),
+                round(speedup(hz, n, PLANNER), 2)] for n in bench_names]
+    rep.add_table("Decision frequency (batch 1, 1 thread)",
+                  ["policy", "decisions/s", "median latency (us)", "x planner (median per round)"], hz_rows)
     rep.add_table("Batched throughput (50 states per call, 1 thread; not the paper's metric)",
                   ["policy", "decisions/s"], [[n, round(v, 1)] for n, v in thr.items()])
     rep.add_table("Adaptive KL (end of habitization, target 1)", ["setting", "KL geo-mean", "eta_KL", "runs"],
@@ -266,18 +288,32 @@ def run(b: Budget, *, out: Path, seed: int, progress: bool = True) -> Report:
                     f"eta {b.planner_eta:g}, tau {b.planner_tau:g}, gamma {b.planner_gamma:g}), 50 cand. x "
                     f"{pcfg.steps} DDPM steps"],
         ["habi", f"d_z {hcfg.latent_dim}, hidden {hcfg.hidden}, {b.habi_steps} steps"],
-        ["seconds data/teacher/train/eval/bench", f"{t_data:.0f}/{t_teacher:.0f}/{t_train:.0f}/{t_eval:.0f}/"
-                                                  f"{t_bench:.0f}"],
+        ["seconds data/teacher/train/eval/replay/bench", f"{t_data:.0f}/{t_teacher:.0f}/{t_train:.0f}/{t_eval:.0f}/"
+                                                         f"{t_replay:.0f}/{t_bench:.0f}"],
     ])
+    if replay is not None:
+        rep.add_table(f"Normalised score ({env_id} medium-replay, ours; seed {seed}, one teacher)",
+                      ["policy", "score", "episodes"], [[n, round(v, 1), b.episodes] for n, v in replay["scores"].items()])
+        rs = replay["scores"]
+        rep.add(Claim(claim="medium-replay: Habi (Habi critic, N_c=5) is comparable to its planner (>= 90% of its "
+                            "normalised score)", metric=f"{env_id} medium-replay normalised score",
+                      ours=rs[names[0]], baseline=rs[PLANNER], baseline_name="Diffusion-QL planner (argmax of 50)",
+                      holds=rs[names[0]] >= rs[PLANNER] - 0.1 * abs(rs[PLANNER]), paper=PAPER_RETURN, seeds=1,
+                      note=f"one seed, {b.episodes} episodes; {replay['n']} transitions (SAC replay buffer up to the "
+                           "medium checkpoint)"))
     grouped_bars({"normalised score": {n: scores[n] for n in names}}, out / "scores.png", ylabel="normalised score",
                  title=f"{env_id} medium")
     learning_curves({k: np.asarray(v) for k, v in kl_curves.items()}, out / "kl.png", x=steps_axis,
                     ylabel="geometric-mean KL", title="adaptive KL (target 1)", logy=True)
     learning_curves({k: np.asarray(v) for k, v in eta_curves.items()}, out / "eta_kl.png", x=steps_axis,
                     ylabel="eta_KL", title="adaptive KL weight", logy=True)
-    grouped_bars({"decisions/s": {n: float(hz[n]["hz"]) for n in bench_names}}, out / "hz.png",
+    grouped_bars({"decisions/s": {n: float(hz[n]["hz"]) for n in bench_names if n != PAPER_HABI}}, out / "hz.png",
                  ylabel="decisions/s (batch 1, 1 thread)", title="decision frequency")
     rep.figures += ["scores.png", "kl.png", "eta_kl.png", "hz.png"]
+    if replay is not None:
+        grouped_bars({"medium-replay": {n: v for n, v in replay["scores"].items()}}, out / "scores_replay.png",
+                     ylabel="normalised score", title=f"{env_id} medium-replay (seed {seed})")
+        rep.figures.append("scores_replay.png")
     try:
         load = os.getloadavg()[0]
     except OSError:  # pragma: no cover
@@ -291,8 +327,35 @@ def run(b: Budget, *, out: Path, seed: int, progress: bool = True) -> Report:
     return rep
 
 
-def _fresh_nets(cfg: PlannerConfig):
-    from habi.planner import PlannerNets
-
-    torch.manual_seed(0)
-    return PlannerNets(cfg=cfg)
+def _replay(b: Budget, gen: dict, meta: dict, pcfg: PlannerConfig, hcfg: HabiConfig, *, seed: int, out: Path,
+            log, progress: bool) -> dict:
+    """The medium-replay analogue, one seed: its own planner, teacher data, Habi (main setting), BC, Distill-MSE."""
+    obs_dim, act_dim = hcfg.obs_dim, hcfg.act_dim
+    data = load_offline(gen["medium-replay"], obs_dim=obs_dim, act_dim=act_dim)
+    planner = train_planner(data, config=pcfg, train=PlannerTrainConfig(
+        steps=b.planner_steps, batch_size=b.planner_batch, lr=b.planner_lr, eta=b.planner_eta, tau=b.planner_tau,
+        gamma=b.planner_gamma), seed=seed, log=(lambda step, **m: log(step, dataset="medium-replay", **m)),
+        progress=progress)
+    planner.save(out / "replay" / "planner")
+    teacher = generate_goal_directed_behavior(planner, data, max_states=b.teacher_states, seed=seed, progress=progress)
+    norm = planner.normalizer
+    model, _ = habitize(teacher, habi=hcfg, config=HabitizeConfig(steps=b.habi_steps, batch_size=b.habi_batch,
+                                                                  lr=b.habi_lr, kl_init=b.main_kl_init),
+                        seed=seed, progress=progress, log=(lambda step, **m: log(step, dataset="medium-replay", **m)))
+    q = qlearning_dataset(data)
+    rc = RegressConfig(steps=b.regress_steps, batch_size=b.habi_batch)
+    policies = {
+        "Habi (Habi critic, N_c=5)": HabitualPolicy(model=model, normalizer=norm, num_candidates=5, scorer="habi"),
+        "Habi (N_c=1, no critic)": HabitualPolicy(model=model, normalizer=norm, num_candidates=1, scorer="none"),
+        "Planner (argmax of 50)": planner,
+        "BC": regress_policy(norm(q["observations"]), q["actions"], normalizer=norm, config=rc, seed=seed),
+        "Distill-MSE": regress_policy(teacher["states"][::10], teacher["best_actions"][::10], normalizer=norm,
+                                      config=rc, seed=seed),
+    }
+    scores = {}
+    for name, pol in policies.items():
+        torch.manual_seed(seed)
+        rets = evaluate_policy(pol.act_batch, b.data.env_id, episodes=b.episodes, seed=100_000 + 1000 * seed)
+        scores[name] = _score(rets, meta)
+        log(None, stage="evaluate", dataset="medium-replay", seed=seed, policy=name, score=scores[name])
+    return {"scores": scores, "n": len(data["observations"])}
