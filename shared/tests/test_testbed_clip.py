@@ -239,3 +239,78 @@ def test_gate_default_pretrained_clip():
     assert clip.zero_shot_accuracy(bundle, d.images, d.labels, bundle.classnames) >= 0.8
     d = clip.make_shapes(2000, seed=4242, classes=bundle.classnames, only_combos=bundle.heldout_combos)
     assert clip.zero_shot_accuracy(bundle, d.images, d.labels, bundle.classnames) >= 0.6
+
+
+# ------------------------------------------------------------------ a user's real open_clip checkpoint (offline)
+_REAL_CFG = {
+    "embed_dim": 32,
+    "vision_cfg": {"image_size": 48, "layers": 1, "width": 64, "head_width": 32, "patch_size": 16},
+    "text_cfg": {"context_length": 20, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
+}
+
+
+@pytest.fixture(scope="module")
+def real_checkpoint(tmp_path_factory):
+    """An open_clip architecture registered from a JSON config (as a user's custom model would be), its weights
+    saved as a local .safetensors file, and the same as a ``local-dir:`` folder."""
+    import json
+
+    import open_clip
+    from safetensors.torch import save_file
+
+    folder = tmp_path_factory.mktemp("realclip")
+    (folder / "cfg").mkdir()
+    (folder / "cfg" / "icml25-test-ViT-T.json").write_text(json.dumps(_REAL_CFG))
+    open_clip.add_model_config(folder / "cfg")
+    torch.manual_seed(3)
+    model = open_clip.create_model("icml25-test-ViT-T")
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    save_file(state, str(folder / "weights.safetensors"))
+    local = folder / "local"
+    local.mkdir()
+    (local / "open_clip_config.json").write_text(json.dumps({"model_cfg": _REAL_CFG}))
+    save_file(state, str(local / "open_clip_model.safetensors"))
+    return folder, state
+
+
+def test_load_open_clip_checkpoint_matches_open_clip(real_checkpoint):
+    import open_clip
+
+    folder, state = real_checkpoint
+    bundle = clip.load_open_clip("icml25-test-ViT-T", folder / "weights.safetensors", classnames=("cat", "dog"))
+    for k, v in bundle.model.state_dict().items():
+        assert torch.equal(v, state[k]), k
+    prompts = ["a photo of a cat", "a photo of a dog"]
+    ref = bundle.model.encode_text(open_clip.tokenize(prompts, context_length=20), normalize=True)
+    torch.testing.assert_close(clip.encode_text(bundle, prompts), ref.detach())
+    d = clip.make_shapes(3, seed=0, classes=FOUR)
+    x = bundle.preprocess(d.images)
+    assert x.shape == (3, 3, 48, 48)  # resized from 32x32 to the model's input size
+    feats = clip.encode_images(bundle, d.images)
+    assert feats.shape == (3, 32)
+    torch.testing.assert_close(feats.norm(dim=1), torch.ones(3))
+    assert clip.zero_shot_logits(bundle, d.images, ["cat", "dog"]).shape == (3, 2)
+    with pytest.raises(ValueError, match="context_length is 20"):
+        bundle.tokenize(["a photo of a " + "very " * 30 + "long cat"])
+
+
+def test_load_open_clip_local_dir_equals_file(real_checkpoint):
+    folder, state = real_checkpoint
+    bundle = clip.load_open_clip(f"local-dir:{folder / 'local'}")
+    for k, v in bundle.model.state_dict().items():
+        assert torch.equal(v, state[k]), k
+
+
+@pytest.mark.parametrize(
+    ("name", "ckpt", "match"),
+    [
+        ("hf-hub:laion/CLIP-ViT-B-32", None, "hf-hub"),
+        ("ViT-B-32", "openai", "pretrained tags"),
+        ("ViT-B-32", None, "existing local weight file"),
+        ("no-such-arch", "x.pt", "not an open_clip architecture"),
+        ("local-dir:/nonexistent/dir", None, "open_clip_config.json"),
+    ],
+)
+def test_load_open_clip_refuses_downloads_and_bad_names(name, ckpt, match):
+    with pytest.raises(ValueError, match=match):
+        clip.load_open_clip(name, ckpt)

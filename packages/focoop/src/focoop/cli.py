@@ -29,6 +29,11 @@ class DataOptions(CommonOptions):
     """OOD prompts / negative words K (at most the size of the word pool)."""
     clip_steps: int = 1000
     """Pretraining steps of the shared tiny CLIP (cached)."""
+    clip_model: str | None = None
+    """A real open_clip architecture (e.g. ViT-B-32, with --clip-checkpoint) or 'local-dir:/path' instead of the
+    tiny CLIP; nothing is downloaded."""
+    clip_checkpoint: str | None = None
+    """Local weight file (.safetensors/.bin/.pt) for --clip-model."""
     synthetic: bool = False
     """Use the analytic synthetic features and a random open_clip text tower instead of the tiny CLIP."""
 
@@ -86,7 +91,14 @@ def _setup(opts: DataOptions):
                                n_ctx=opts.n_ctx)
     from focoop.data import encode_benchmark, load_tiny_clip, make_federation
 
-    bundle = load_tiny_clip(steps=opts.clip_steps)
+    if opts.clip_model is not None:
+        from icml25.testbeds.clip import load_open_clip
+
+        bundle = load_open_clip(opts.clip_model, opts.clip_checkpoint)
+    elif opts.clip_checkpoint is not None:
+        raise ValueError("clip_checkpoint needs clip_model (the open_clip architecture it belongs to)")
+    else:
+        bundle = load_tiny_clip(steps=opts.clip_steps)
     bench = encode_benchmark(bundle)
     return make_federation(bundle, bench, n_clients=opts.clients, alpha=opts.alpha, num_shot=opts.num_shot,
                            seed=opts.seed, n_ctx=opts.n_ctx, n_ood=opts.n_ood)

@@ -65,6 +65,7 @@ __all__ = [
     "preprocess",
     "pretrain_clip",
     "pretrained_tiny_clip",
+    "load_open_clip",
     "encode_images",
     "encode_text",
     "zero_shot_logits",
@@ -96,6 +97,13 @@ COLORS = {
     "orange": (245, 140, 30),
     "white": (240, 240, 240),
 }
+EXTRA_COLORS = {  # drawn only if asked for (e.g. in pretraining, to diversify colour x shape combinations)
+    "purple": (130, 50, 200),
+    "pink": (250, 150, 190),
+    "brown": (140, 85, 35),
+    "gray": (150, 150, 150),
+}
+_ALL_COLORS = {**COLORS, **EXTRA_COLORS}  # COLORS first: colour indices < 8 mean the same in both
 SIZES = ("small", "medium", "large")
 _SIZE_RANGE = {"small": (0.20, 0.26), "medium": (0.26, 0.33), "large": (0.33, 0.40)}  # radius / image side
 TEXTURES = ("striped", "checkered", "dotted", "noisy", "wavy")
@@ -304,7 +312,7 @@ def make_shapes(
         seed: numpy seed; the same arguments give identical data. Keep pretraining and downstream seeds disjoint.
         classes: subset of :data:`CLASSES` (labels index this tuple); default all 12.
         image_size: side in pixels (16..256).
-        colors: subset of :data:`COLORS` names; default all 8.
+        colors: names from :data:`COLORS` (and :data:`EXTRA_COLORS`); default the 8 of :data:`COLORS`.
         exclude_combos: ``(shape, colour)`` pairs never drawn (e.g. :func:`heldout_combos`).
         only_combos: if given, draw only these ``(shape, colour)`` pairs (e.g. to test held-out combos).
         label_noise: fraction whose label (and caption) is replaced by another class; flagged ``label_noisy``.
@@ -322,9 +330,9 @@ def make_shapes(
     classes = _check_classes(classes)
     _check_image_size(image_size)
     color_names = list(COLORS) if colors is None else list(colors)
-    bad = [c for c in color_names if c not in COLORS]
+    bad = [c for c in color_names if c not in _ALL_COLORS]
     if bad or not color_names or len(set(color_names)) != len(color_names):
-        raise ValueError(f"colors must be distinct names from {list(COLORS)}, got {colors!r}")
+        raise ValueError(f"colors must be distinct names from {list(_ALL_COLORS)}, got {colors!r}")
     for name, frac in (
         ("label_noise", label_noise),
         ("ambiguous_frac", ambiguous_frac),
@@ -361,7 +369,7 @@ def make_shapes(
     shape_name = [combos[i][0] for i in pick]
     label = np.array([classes.index(s) for s in shape_name], dtype=np.int64)
     shape_idx = np.array([CLASSES.index(s) for s in shape_name])
-    color_idx = np.array([list(COLORS).index(combos[i][1]) for i in pick])
+    color_idx = np.array([list(_ALL_COLORS).index(combos[i][1]) for i in pick])
     size_idx = rng.integers(0, len(SIZES), size=n)
     lo = np.array([_SIZE_RANGE[s][0] for s in SIZES])[size_idx]
     hi = np.array([_SIZE_RANGE[s][1] for s in SIZES])[size_idx]
@@ -375,7 +383,7 @@ def make_shapes(
     rotation = rng.uniform(-math.pi / 9, math.pi / 9, size=n)
     noise_std = rng.uniform(0, max_noise, size=n)
     background = rng.uniform(15, 90, size=n)
-    rgb = np.array(list(COLORS.values()), dtype=np.float32)[color_idx]
+    rgb = np.array(list(_ALL_COLORS.values()), dtype=np.float32)[color_idx]
     rgb = np.clip(rgb + rng.normal(0, 12, size=(n, 3)), 0, 255)  # colour jitter
 
     rare = rng.random(n) < rare_frac
@@ -440,7 +448,7 @@ def make_shapes(
     if noisy.any():
         shift = rng.integers(1, len(classes), size=int(noisy.sum()))
         label[noisy] = (label[noisy] + shift) % len(classes)
-    color_list = list(COLORS)
+    color_list = list(_ALL_COLORS)
     captions = [
         f"a photo of a {SIZES[size_idx[i]]} {color_list[color_idx[i]]} {classes[label[i]]}" for i in range(n)
     ]
@@ -741,11 +749,12 @@ class TinyCLIP:
     config: dict[str, Any]
     heldout_combos: frozenset[tuple[str, str]] = frozenset()
     info: dict[str, Any] = field(default_factory=dict)
+    transform: Any = None
+    """uint8 ``(n, H, W, 3)`` -> model input ``(n, 3, H', W')``; ``None`` = :func:`preprocess` (the tiny model's)."""
 
-    @staticmethod
-    def preprocess(images: np.ndarray) -> torch.Tensor:
-        """uint8 ``(n, H, W, 3)`` -> normalised float ``(n, 3, H, W)``."""
-        return preprocess(images)
+    def preprocess(self, images: np.ndarray) -> torch.Tensor:
+        """uint8 ``(n, H, W, 3)`` -> normalised float ``(n, 3, H', W')`` for this model."""
+        return preprocess(images) if self.transform is None else self.transform(images)
 
 
 def _model_of(bundle: Any) -> Any:
@@ -757,11 +766,12 @@ def encode_images(bundle: TinyCLIP | Any, images: np.ndarray, *, batch_size: int
     import torch
 
     model = _model_of(bundle)
+    prep = bundle.preprocess if isinstance(bundle, TinyCLIP) else preprocess
     device = next(model.parameters()).device
     feats = []
     with torch.no_grad():
         for s in range(0, len(images), batch_size):
-            x = preprocess(images[s : s + batch_size]).to(device)
+            x = prep(images[s : s + batch_size]).to(device)
             feats.append(model.encode_image(x, normalize=True).float().cpu())
     return torch.cat(feats) if feats else torch.zeros((0, model.text_projection.shape[1]))
 
@@ -812,16 +822,19 @@ def zero_shot_accuracy(
 
 
 # ================================================================================================ pretraining
-def _varied_captions(data: ShapesData, rng: np.random.Generator) -> list[str]:
+def _varied_captions(
+    data: ShapesData, rng: np.random.Generator, no_color: np.ndarray | None = None
+) -> list[str]:
     """Captions with a random template and each attribute dropped with probability 1/2 (so that
-    ``"a photo of a circle"`` and ``"a red circle"`` are seen as well as the full caption)."""
-    color_list = list(COLORS)
+    ``"a photo of a circle"`` and ``"a red circle"`` are seen as well as the full caption); never a colour word
+    where ``no_color`` is set (grey-scaled images)."""
+    color_list = list(_ALL_COLORS)
     out = []
     for i in range(len(data)):
         words = []
         if rng.random() < 0.5:
             words.append(SIZES[data.attrs["size"][i]])
-        if rng.random() < 0.5:
+        if rng.random() < 0.5 and (no_color is None or not no_color[i]):
             words.append(color_list[data.attrs["color"][i]])
         words.append(data.classnames[data.labels[i]])
         template = TEMPLATES[rng.integers(0, len(TEMPLATES))]
@@ -842,6 +855,9 @@ def pretrain_clip(
     texture_frac: float = 0.1,
     exclude_combos: Iterable[tuple[str, str]] | None = None,
     captions: str = "varied",
+    gray_frac: float = 0.0,
+    extra_colors: bool = False,
+    color_guard: float = 100.0,
     callback: Any = None,
     progress: bool = False,
 ) -> list[float]:
@@ -863,8 +879,18 @@ def pretrain_clip(
     )
     rng = np.random.default_rng(seed)
     n_tex = int(round(pool_size * texture_frac))
-    shapes = make_shapes(pool_size - n_tex, seed=seed, classes=classes, image_size=image_size,
-                         exclude_combos=exclude_combos)  # fmt: skip
+    excluded = set(exclude_combos or ())
+    colors = list(COLORS)
+    if extra_colors:
+        # more colours per shape (diversity of combinations), but none within ``color_guard`` (RGB distance) of a
+        # shape's held-out colour, so that no held-out pair is approximated by a near-identical extra colour
+        colors += list(EXTRA_COLORS)
+        for shape, held_col in list(excluded):
+            for name, rgb in EXTRA_COLORS.items():
+                if np.linalg.norm(np.subtract(rgb, COLORS[held_col])) < color_guard:
+                    excluded.add((shape, name))
+    shapes = make_shapes(pool_size - n_tex, seed=seed, classes=classes, image_size=image_size, colors=colors,
+                         exclude_combos=excluded)  # fmt: skip
     images = shapes.images
     tex_caps: list[str] = []
     if n_tex:
@@ -873,6 +899,18 @@ def pretrain_clip(
         tex_caps = tex.captions
     pixels = preprocess(images)  # (N, 3, H, W)
     N = len(pixels)
+    if not 0.0 <= gray_frac <= 1.0:
+        raise ValueError(f"gray_frac must be in [0, 1], got {gray_frac}")
+    n_shapes = len(shapes)
+    gray_ok = np.zeros(n_shapes, dtype=bool)
+    if gray_frac > 0:
+        # grey-scaled shapes (luminance, caption without colour) teach a colour-free shape code; never for a class
+        # whose held-out colour is white, so that no held-out colour x shape pair is shown in any form
+        white_held = {c for c, col in (exclude_combos or ()) if col == "white"}
+        gray_ok = np.array([shapes.classnames[k] not in white_held for k in shapes.labels])
+        lum = images[:n_shapes].astype(np.float32) @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
+        gray_pixels = preprocess(np.repeat(np.clip(np.rint(lum), 0, 255).astype(np.uint8)[..., None], 3, axis=3))
+    color_pixels = pixels
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "embedding" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "embedding" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
@@ -891,7 +929,20 @@ def pretrain_clip(
     for step in range(steps):
         if pos + batch_size > N:
             perm, pos = torch.randperm(N, generator=gen), 0
-            caps = _varied_captions(shapes, rng) if captions == "varied" else shapes.captions
+            no_color = None
+            if gray_frac > 0:
+                no_color = gray_ok & (rng.random(n_shapes) < gray_frac)
+                sel = torch.from_numpy(no_color)
+                pixels = color_pixels.clone()
+                pixels[:n_shapes][sel] = gray_pixels[sel]
+            if captions == "varied":
+                caps = _varied_captions(shapes, rng, no_color)
+            else:
+                caps = list(shapes.captions)
+                if no_color is not None:
+                    color_list = list(_ALL_COLORS)
+                    caps = [c.replace(f" {color_list[shapes.attrs['color'][i]]} ", " ") if no_color[i] else c
+                            for i, c in enumerate(caps)]  # fmt: skip
             tokens = tok(caps + tex_caps)
         idx = perm[pos : pos + batch_size]
         pos += batch_size
@@ -1037,4 +1088,121 @@ def random_clip(*, seed: int = 0, **cfg: Any) -> TinyCLIP:
     model = build_tiny_clip(seed=seed, **c)
     return TinyCLIP(
         model, WordTokenizer(context_length=c["context_length"]), CLASSES[:8], c["context_length"], c
+    )
+
+
+# ============================================================================================ real checkpoints
+class _OpenClipTokenizer:
+    """open_clip's own tokenizer behind the :class:`WordTokenizer` call signature, refusing silent truncation."""
+
+    def __init__(self, tokenizer: Any, context_length: int):
+        self._tok = tokenizer
+        self.context_length = context_length
+
+    def __call__(self, texts: str | Sequence[str], context_length: int | None = None) -> torch.Tensor:
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        L = self.context_length if context_length is None else context_length
+        ids = self._tok(texts, context_length=L)
+        inner = getattr(self._tok, "encode", None)
+        if inner is not None:  # SimpleTokenizer: + <start_of_text> and <end_of_text>
+            for t in texts:
+                n = len(inner(t)) + 2
+                if n > L:
+                    raise ValueError(f"prompt {t!r} needs {n} tokens; the model's context_length is {L}")
+        return ids
+
+
+def load_open_clip(
+    model_name: str,
+    checkpoint: str | os.PathLike | None = None,
+    *,
+    classnames: Sequence[str] | None = None,
+    device: str = "cpu",
+) -> TinyCLIP:
+    """A user's real open_clip model from local files, in the same bundle as the tiny CLIP, so that every package
+    that takes a :class:`TinyCLIP` also takes it.
+
+    Args:
+        model_name: an open_clip architecture (``open_clip.list_models()``, e.g. ``"ViT-B-32"``, or one registered
+            with ``open_clip.add_model_config``) together with ``checkpoint``; or ``"local-dir:/path"``, a folder
+            with ``open_clip_config.json`` and the weights (then ``checkpoint`` must be ``None``).
+        checkpoint: path of a local weight file (``.safetensors``/``.bin``/``.pt``) for ``model_name``. Pretrained
+            *tags* (``"openai"``, ``"laion2b_s34b_b79k"``) and ``hf-hub:`` names are refused: nothing is downloaded.
+        classnames: the class names the bundle carries (default: the first 8 of :data:`CLASSES`).
+        device: where the model goes.
+
+    Images given to :func:`encode_images` are resized to the model's input size (bicubic) and normalised with the
+    model's mean/std (open_clip's ``preprocess_cfg``); text goes through open_clip's tokenizer (the BPE vocabulary
+    ships inside open_clip_torch).
+    """
+    import open_clip
+    import torch
+
+    if not isinstance(model_name, str) or not model_name:
+        raise ValueError(f"model_name must be a non-empty string, got {model_name!r}")
+    if model_name.startswith("hf-hub:"):
+        raise ValueError(
+            f"model_name={model_name!r}: hf-hub models are downloaded, which this offline test bed never does; "
+            "download the weights yourself and pass model_name='local-dir:/path' or an architecture + checkpoint"
+        )
+    if model_name.startswith("local-dir:"):
+        if checkpoint is not None:
+            raise ValueError("checkpoint must be None with a 'local-dir:' model_name (the folder holds the weights)")
+        folder = Path(model_name[len("local-dir:") :]).expanduser()
+        if not (folder / "open_clip_config.json").is_file():
+            raise ValueError(f"model_name={model_name!r}: {folder}/open_clip_config.json does not exist")
+        import json
+
+        cfg = json.loads((folder / "open_clip_config.json").read_text())
+        text_cfg = cfg.get("model_cfg", cfg).get("text_cfg", {})
+        kwargs: dict[str, Any] = {}
+    else:
+        cfg = open_clip.get_model_config(model_name)
+        if cfg is None:
+            known = open_clip.list_models()
+            raise ValueError(
+                f"model_name={model_name!r} is not an open_clip architecture; known: {known[:12]} ... "
+                f"({len(known)} in all; register your own with open_clip.add_model_config)"
+            )
+        if checkpoint is None or not Path(checkpoint).is_file():
+            raise ValueError(
+                f"checkpoint={checkpoint!r} must be the path of an existing local weight file for {model_name!r} "
+                "(pretrained tags such as 'openai' would download, which this offline test bed never does)"
+            )
+        text_cfg = cfg.get("text_cfg", {})
+        kwargs = {"pretrained": str(checkpoint)}
+    for key in ("hf_tokenizer_name", "hf_model_name"):
+        if text_cfg.get(key):
+            raise ValueError(
+                f"model_name={model_name!r} uses {key}={text_cfg[key]!r}, which is fetched from the HF hub; "
+                "only models with open_clip's built-in tokenizer are supported offline"
+            )
+    model = open_clip.create_model(model_name, device=device, **kwargs).eval()
+    tokenizer = open_clip.get_tokenizer(model_name)
+    pp = getattr(model.visual, "preprocess_cfg", {}) or {}
+    size = model.visual.image_size
+    size = tuple(size) if isinstance(size, (tuple, list)) else (size, size)
+    mean = torch.tensor(pp.get("mean", open_clip.OPENAI_DATASET_MEAN), dtype=torch.float32).view(1, 3, 1, 1)
+    std = torch.tensor(pp.get("std", open_clip.OPENAI_DATASET_STD), dtype=torch.float32).view(1, 3, 1, 1)
+
+    def transform(images: np.ndarray) -> torch.Tensor:
+        images = np.asarray(images)
+        if images.dtype != np.uint8 or images.ndim != 4 or images.shape[-1] != 3:
+            raise ValueError(f"images must be uint8 (n, H, W, 3), got {images.dtype} {images.shape}")
+        x = torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2))).float() / 255.0  # (n, 3, H, W)
+        if tuple(x.shape[-2:]) != size:
+            x = torch.nn.functional.interpolate(x, size=size, mode="bicubic", align_corners=False).clamp_(0, 1)
+        return (x - mean) / std
+
+    context_length = int(model.context_length)
+    classes = tuple(CLASSES[:8] if classnames is None else classnames)
+    if not classes or len(set(classes)) != len(classes) or not all(isinstance(c, str) and c for c in classes):
+        raise ValueError(f"classnames must be distinct non-empty strings, got {classnames!r}")
+    return TinyCLIP(
+        model=model,
+        tokenize=_OpenClipTokenizer(tokenizer, context_length),  # type: ignore[arg-type]
+        classnames=classes,
+        context_length=context_length,
+        config={"model_name": model_name, "checkpoint": None if checkpoint is None else str(checkpoint)},
+        transform=transform,
     )

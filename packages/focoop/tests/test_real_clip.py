@@ -1,0 +1,55 @@
+"""focoop on a user's own open_clip checkpoint (BPE tokenizer, 77-token context, resized images), offline."""
+
+import json
+import math
+
+import pytest
+import torch
+
+open_clip = pytest.importorskip("open_clip")
+
+_CFG = {
+    "embed_dim": 32,
+    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 8},
+    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
+}
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    from safetensors.torch import save_file
+
+    folder = tmp_path_factory.mktemp("focoop-realclip")
+    (folder / "focoop-test-ViT.json").write_text(json.dumps(_CFG))
+    open_clip.add_model_config(folder)
+    torch.manual_seed(0)
+    model = open_clip.create_model("focoop-test-ViT")
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(folder / "w.safetensors"))
+    return folder / "w.safetensors"
+
+
+def test_federation_runs_on_a_real_open_clip_checkpoint(checkpoint, monkeypatch):
+    import functools
+    from dataclasses import replace
+
+    import focoop.data
+    from focoop.cli import RunOptions, _fed_config, _setup
+    from focoop.engine import run_inprocess
+
+    torch.set_num_threads(1)
+    small = functools.partial(focoop.data.encode_benchmark, n_train_per_class=8, n_test_per_class=6, n_far=20,
+                              n_near=20, corruptions=("noise",))
+    monkeypatch.setattr(focoop.data, "encode_benchmark", small)
+    opts = RunOptions(clip_model="focoop-test-ViT", clip_checkpoint=str(checkpoint), clients=2, num_shot=2,
+                      n_ood=4, rounds=1, local_epochs=1)
+    setup = _setup(opts)
+    assert setup.clients and len(setup.clients) == 2
+    res = run_inprocess(setup, replace(_fed_config(opts), rounds=1))
+    assert all(math.isfinite(h["loss"]) for h in res.history)
+
+
+def test_clip_checkpoint_without_model_is_refused():
+    from focoop.cli import RunOptions, _setup
+
+    with pytest.raises(ValueError, match="clip_checkpoint needs clip_model"):
+        _setup(RunOptions(clip_checkpoint="w.pt"))
