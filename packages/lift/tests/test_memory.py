@@ -72,3 +72,25 @@ def test_validation_split_is_disjoint_from_training_and_test():
     assert all(is_validation_prompt(e.prompt) for e in val) and not tr & {e.prompt for e in val}
     test = {e.prompt for e in make_examples("mul", 300, seed=1, split="test")}
     assert not test & ({e.prompt for e in val} | tr)
+
+
+def test_lr_selection_picks_the_best_validation_accuracy_and_skips_diverged(monkeypatch):
+    from dataclasses import replace
+
+    import lift.reproduce as R
+
+    def fake_run(method, lr, seed, b, base, tok, evals, befores, *, with_val, progress):
+        if lr > 0.02:
+            raise FloatingPointError("diverged")
+        score = {1e-3: 0.2, 3e-3: 0.5, 9e-3: 0.4}.get(round(lr, 6), 0.1)
+        return {"lr": lr, "seed": seed, "target": score, "val": score, "val_token": 0.0, "source": 0.0,
+                "source_token": 0.0, "retention": 0.0, "retention_token": 0.0, "state_floats": 2, "trainable": 1,
+                "bytes": 1, "step_s": 0.1, "losses": [1.0], "mask_updates": 0}
+
+    monkeypatch.setattr(R, "_one_run", fake_run)
+    b = replace(R.SMOKE, seeds=(0, 1), methods=("lift",), memory_methods=(), lr_grid=(1 / 3, 1.0, 3.0, 9.0),
+                variant_methods=("gradient",))
+    res = R.run_methods(b, progress=False)
+    assert res["methods"]["lift"]["lr"] == [3e-3, 3e-3]  # chosen on seed 0, reused for seed 1
+    assert res["diverged"] == [{"method": "lift", "lr": 3e-3 * 9.0}]
+    assert res["methods"]["gradient"]["lr"] == [3e-3, 3e-3] and "gradient" not in res["grid"]  # LIFT's lr

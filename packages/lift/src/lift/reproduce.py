@@ -39,7 +39,7 @@ class Budget:
     update_interval: int = 25
     mask_timing_dim: int = 4096
     methods: tuple[str, ...] = ("full_ft", "lora", "lift", "lift_static", "lift_smallest", "magnitude", "random")
-    lr_grid: tuple[float, ...] = (1 / 3, 1.0, 3.0)
+    lr_grid: tuple[float, ...] = (1 / 3, 1.0, 3.0, 9.0)
     """Multipliers of each method's default lr; the lr is chosen per method on the first seed by validation
     target accuracy (as the paper tunes the lr per method). ``(1.0,)`` = no tuning."""
     n_val: int = 300
@@ -181,8 +181,15 @@ def run_methods(b: Budget, *, progress: bool = True) -> dict[str, Any]:
         tune = len(b.lr_grid) > 1 and not variant
         first, rest = b.seeds[0], b.seeds[1:]
         lrs = [out["methods"]["lift"]["lr"][0]] if variant else [DEFAULT_LRS[method] * m for m in b.lr_grid]
-        grid = [_one_run(method, lr, first, b, base, tok, evals, befores, with_val=tune, progress=progress)
-                for lr in lrs]
+        grid = []
+        for lr in lrs:
+            try:
+                grid.append(_one_run(method, lr, first, b, base, tok, evals, befores, with_val=tune,
+                                     progress=progress))
+            except FloatingPointError:  # this lr diverged: it cannot be chosen
+                out.setdefault("diverged", []).append({"method": method, "lr": lr})
+        if not grid:
+            raise FloatingPointError(f"{method}: every lr of the grid diverged ({lrs})")
         best = max(grid, key=lambda r: (r.get("val", 0.0), r.get("val_token", 0.0))) if tune else grid[0]
         if tune:
             out["grid"][method] = [{k: v for k, v in r.items() if k != "losses"} for r in grid]
@@ -401,6 +408,8 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
     if res["grid"]:
         _tradeoff_plot(res["grid"], out / "tradeoff.png")
         rep.figures.append("tradeoff.png")
+    for d in res.get("diverged", []):
+        rep.notes.append(f"{d['method']} diverged (non-finite loss) at lr {d['lr']:.3g}; not selectable")
     rep.notes += [
         f"Source task {SOURCE_TASK!r} (pretraining, cached), target task {TARGET_TASK!r}; held-out operands.",
         f"Sizes: {b}. Methods trained in {train_seconds:.1f} s.",
