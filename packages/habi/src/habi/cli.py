@@ -83,10 +83,12 @@ class HabitizeCliConfig(CommonOptions):
     """d_z (paper 256)."""
     hidden: int = 128
     """Width of prior/posterior/decoder/critic (paper 256)."""
-    steps: int = 1500
+    steps: int = 3000
     """Gradient steps (paper 1M)."""
     batch_size: int = 128
     """Minibatch size (paper 256)."""
+    lr: float = 1e-3
+    """Adam lr of the habit model and its critic, cosine-annealed (paper 3e-4; larger for CPU-scale step counts)."""
     num_candidates: int = 5
     """N_c at habitual inference."""
     scorer: Literal["habi", "planner", "planner_target", "none"] = "habi"
@@ -184,7 +186,8 @@ def habitize_cmd(cfg: HabitizeCliConfig) -> int:
     from habi.teacher import generate_goal_directed_behavior
 
     check_inference_options(cfg.num_candidates, cfg.scorer, "sample")
-    hcfg = HabitizeConfig(steps=cfg.steps, batch_size=cfg.batch_size, kld_target=cfg.kld_target, kl_lr=cfg.kl_lr, kl_init=cfg.kl_init)
+    hcfg = HabitizeConfig(steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, kld_target=cfg.kld_target,
+                          kl_lr=cfg.kl_lr, kl_init=cfg.kl_init)
     planner = DiffusionPlanner.from_pretrained(cfg.planner)
     arch = HabiConfig(obs_dim=planner.config.obs_dim, act_dim=planner.config.act_dim, latent_dim=cfg.latent_dim,
                       hidden=cfg.hidden, critic_hidden=cfg.hidden)
