@@ -61,6 +61,9 @@ class AllocationTrace:
     def __enter__(self) -> AllocationTrace:
         from torch.profiler import ProfilerActivity, profile
 
+        # kineto logs a spurious "gpuGetDeviceCount failed" ERROR on CPU-only machines; silence it unless the user
+        # has chosen a log level
+        os.environ.setdefault("KINETO_LOG_LEVEL", "5")
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
         self._prof = profile(activities=acts, profile_memory=True, record_shapes=False, with_stack=False)
         self._prof.__enter__()
