@@ -314,3 +314,18 @@ def test_load_open_clip_local_dir_equals_file(real_checkpoint):
 def test_load_open_clip_refuses_downloads_and_bad_names(name, ckpt, match):
     with pytest.raises(ValueError, match=match):
         clip.load_open_clip(name, ckpt)
+
+
+def test_prompt_ensemble_is_the_renormalised_mean_of_template_embeddings():
+    bundle = clip.random_clip(seed=1, **SMALL)
+    d = clip.make_shapes(5, seed=3, classes=FOUR)
+    single = clip.zero_shot_logits(bundle, d.images, FOUR)
+    torch.testing.assert_close(clip.zero_shot_logits(bundle, d.images, FOUR, ["a photo of a {}"]), single)
+    temps = ["a photo of a {}", "a drawing of a {}"]
+    t = torch.stack([clip.encode_text(bundle, [x.format(c) for c in FOUR]) for x in temps]).mean(0)
+    expected = clip.encode_images(bundle, d.images) @ (t / t.norm(dim=1, keepdim=True)).T
+    torch.testing.assert_close(clip.zero_shot_logits(bundle, d.images, FOUR, temps), expected)
+    with pytest.raises(ValueError, match="template"):
+        clip.zero_shot_logits(bundle, d.images, FOUR, [])
+    with pytest.raises(ValueError, match="template"):
+        clip.zero_shot_logits(bundle, d.images, FOUR, ["no placeholder"])

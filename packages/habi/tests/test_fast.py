@@ -119,3 +119,16 @@ def test_habit_act_uses_normaliser_and_seeded_draws():
         np.testing.assert_allclose(_policy(be=be).act(obs), ref, atol=1e-5)
     with pytest.raises(ValueError, match="backend"):
         _policy(be="jax")
+
+
+def test_from_pretrained_passes_backend_and_seed(tmp_path):
+    pol = _policy()
+    pol.save(tmp_path / "habi")
+    obs = np.array([1.0, -0.5, 3.0], np.float32)
+    back = HabitualPolicy.from_pretrained(tmp_path, backend="torch", seed=2)
+    assert back.backend == "torch"
+    np.testing.assert_allclose(back.act(obs), pol.act(obs), atol=1e-5)  # same weights, same seeded draws
+    planner = _planner()
+    planner.save(tmp_path / "planner")
+    p2 = DiffusionPlanner.from_pretrained(tmp_path, backend="reference", num_candidates=7)
+    assert p2.backend == "reference" and p2.config.num_candidates == 7

@@ -178,10 +178,12 @@ class DiffusionPlanner:
                                             "normalizer": self.normalizer.to_dict()})
 
     @classmethod
-    def from_pretrained(cls, run_dir: str | Path, **overrides: Any) -> DiffusionPlanner:
+    def from_pretrained(cls, run_dir: str | Path, *, backend: str = "numpy", seed: int = 0,
+                        **overrides: Any) -> DiffusionPlanner:
         """Load a planner saved by ``habi train-planner`` (``run_dir`` or ``run_dir/planner``).
 
-        ``overrides`` replace decision-time fields of the config (e.g. ``num_candidates``, ``decision``)."""
+        ``overrides`` replace decision-time fields of the config (e.g. ``num_candidates``, ``decision``);
+        ``backend`` and ``seed`` choose how ``act`` runs (see the class docstring)."""
         from icml25.checkpoint import CheckpointError, load_config, load_model
 
         path = Path(run_dir)
@@ -194,7 +196,8 @@ class DiffusionPlanner:
         cfg = PlannerConfig(**{**saved, **overrides})
         arch = PlannerConfig(**saved)
         nets = load_model(path, lambda _m: PlannerNets(cfg=arch))
-        return cls(config=cfg, nets=nets, normalizer=GaussianNormalizer.from_dict(meta["normalizer"]))
+        return cls(config=cfg, nets=nets, normalizer=GaussianNormalizer.from_dict(meta["normalizer"]), backend=backend,
+                   seed=seed)
 
 
 @dataclass(frozen=True)

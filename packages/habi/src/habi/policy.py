@@ -155,9 +155,10 @@ class HabitualPolicy:
 
     @classmethod
     def from_pretrained(cls, run_dir: str | Path, *, num_candidates: int | None = None, scorer: str | None = None,
-                        latent: str | None = None) -> HabitualPolicy:
+                        latent: str | None = None, backend: str = "numpy", seed: int = 0) -> HabitualPolicy:
         """Load a policy saved by ``habi habitize`` (``run_dir`` or ``run_dir/habi``).
 
+        ``backend`` and ``seed`` choose how ``act`` runs (see the class docstring).
         The planner scorers load the teacher from the sibling folder ``planner`` of the policy folder.
         """
         from icml25.checkpoint import CheckpointError, load_config, load_model
@@ -179,4 +180,5 @@ class HabitualPolicy:
 
             planner = DiffusionPlanner.from_pretrained(path.parent / "planner")
         return cls(model=model, normalizer=GaussianNormalizer.from_dict(meta["normalizer"]), num_candidates=nc,
-                   scorer=sc, planner=planner, latent=meta.get("latent", "sample") if latent is None else latent)
+                   scorer=sc, planner=planner, latent=meta.get("latent", "sample") if latent is None else latent,
+                   backend=backend, seed=seed)

@@ -304,6 +304,8 @@ def make_shapes(
     rare_frac: float = 0.0,
     max_noise: float = 12.0,
     position_jitter: float = 0.15,
+    random_color_frac: float = 0.0,
+    color_guard: float = 100.0,
 ) -> ShapesData:
     """``n`` captioned shape images with ground-truth nuisance factors and flags.
 
@@ -385,6 +387,22 @@ def make_shapes(
     background = rng.uniform(15, 90, size=n)
     rgb = np.array(list(_ALL_COLORS.values()), dtype=np.float32)[color_idx]
     rgb = np.clip(rgb + rng.normal(0, 12, size=(n, 3)), 0, 255)  # colour jitter
+    if not 0.0 <= random_color_frac <= 1.0:
+        raise ValueError(f"random_color_frac must be in [0, 1], got {random_color_frac}")
+    if random_color_frac > 0:
+        # uniformly random RGB colours (caption without a colour word, attrs["color"] = -1), kept at least
+        # ``color_guard`` away from every excluded colour of the same shape
+        guard = {s: [np.asarray(_ALL_COLORS[c], dtype=np.float32) for (s2, c) in (exclude_combos or ()) if s2 == s]
+                 for s in set(shape_name)}  # fmt: skip
+        for i in np.flatnonzero(rng.random(n) < random_color_frac):
+            for _ in range(100):
+                cand = rng.uniform(0, 255, size=3).astype(np.float32)
+                if all(np.linalg.norm(cand - g) >= color_guard for g in guard[shape_name[i]]):
+                    break
+            else:  # pragma: no cover - the guard balls cannot cover the RGB cube
+                continue
+            rgb[i] = cand
+            color_idx[i] = -1
 
     rare = rng.random(n) < rare_frac
     tiny = rare & (rng.random(n) < 0.5)
@@ -450,7 +468,10 @@ def make_shapes(
         label[noisy] = (label[noisy] + shift) % len(classes)
     color_list = list(_ALL_COLORS)
     captions = [
-        f"a photo of a {SIZES[size_idx[i]]} {color_list[color_idx[i]]} {classes[label[i]]}" for i in range(n)
+        f"a photo of a {SIZES[size_idx[i]]} {color_list[color_idx[i]]} {classes[label[i]]}"
+        if color_idx[i] >= 0
+        else f"a photo of a {SIZES[size_idx[i]]} {classes[label[i]]}"
+        for i in range(n)
     ]
     attrs = {
         "true_label": true_label,
@@ -647,6 +668,7 @@ def clip_config(
     text_layers: int = 2,
     vocab_size: int = len(VOCAB),
     vision_pool: str = "avg",
+    mlp_ratio: float = 4.0,
 ) -> dict[str, Any]:
     """The validated, JSON-able configuration of the tiny CLIP."""
     cfg = dict(
@@ -670,6 +692,10 @@ def clip_config(
             f"vision_pool must be 'tok' (class token) or 'avg' (mean of patch tokens), got {vision_pool!r}"
         )
     cfg["vision_pool"] = vision_pool
+    if not (isinstance(mlp_ratio, (int, float)) and not isinstance(mlp_ratio, bool) and mlp_ratio > 0):
+        raise ValueError(f"mlp_ratio must be a positive number, got {mlp_ratio!r}")
+    if mlp_ratio != 4.0:  # kept out of the dict at the default so that existing cache keys stay valid
+        cfg["mlp_ratio"] = float(mlp_ratio)
     if image_size % patch_size:
         raise ValueError(f"image_size={image_size} must be divisible by patch_size={patch_size}")
     if vision_width % vision_head_width:
@@ -698,6 +724,7 @@ def build_tiny_clip(*, seed: int = 0, **cfg: Any) -> Any:
         layers=c["vision_layers"],
         head_width=c["vision_head_width"],
         pool_type=c["vision_pool"],
+        mlp_ratio=c.get("mlp_ratio", 4.0),
     )
     text = CLIPTextCfg(
         context_length=c["context_length"],
@@ -706,6 +733,7 @@ def build_tiny_clip(*, seed: int = 0, **cfg: Any) -> Any:
         heads=c["text_heads"],
         layers=c["text_layers"],
         pool_type="argmax",
+        mlp_ratio=c.get("mlp_ratio", 4.0),
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -795,14 +823,20 @@ def zero_shot_logits(
     bundle: TinyCLIP | Any,
     images: np.ndarray,
     classnames: Sequence[str],
-    template: str = "a photo of a {}",
+    template: str | Sequence[str] = "a photo of a {}",
 ) -> torch.Tensor:
-    """Cosine similarities ``(n, C)`` between images and ``template.format(c)`` for each class name."""
+    """Cosine similarities ``(n, C)`` between images and ``template.format(c)`` for each class name. With several
+    templates, the class embedding is the renormalised mean of the normalised template embeddings (CLIP's prompt
+    ensembling)."""
+    import torch
+
     if not classnames or len(set(classnames)) != len(classnames):
         raise ValueError(f"classnames must be non-empty and distinct, got {list(classnames)}")
-    if "{}" not in template:
-        raise ValueError(f"template must contain '{{}}', got {template!r}")
-    text = encode_text(bundle, [template.format(c) for c in classnames])
+    templates = [template] if isinstance(template, str) else list(template)
+    if not templates or any(not isinstance(t, str) or "{}" not in t for t in templates):
+        raise ValueError(f"template must be a string (or non-empty list of strings) containing '{{}}', got {template!r}")
+    text = torch.stack([encode_text(bundle, [t.format(c) for c in classnames]) for t in templates]).mean(0)
+    text = text / text.norm(dim=-1, keepdim=True)  # (C, d)
     return encode_images(bundle, images) @ text.T
 
 
@@ -811,7 +845,7 @@ def zero_shot_accuracy(
     images: np.ndarray,
     labels: np.ndarray,
     classnames: Sequence[str],
-    template: str = "a photo of a {}",
+    template: str | Sequence[str] = "a photo of a {}",
 ) -> float:
     """Top-1 zero-shot accuracy: ``mean(argmax_c cos(f(x), g(template(c))) == y)``."""
     labels = np.asarray(labels)
@@ -834,7 +868,7 @@ def _varied_captions(
         words = []
         if rng.random() < 0.5:
             words.append(SIZES[data.attrs["size"][i]])
-        if rng.random() < 0.5 and (no_color is None or not no_color[i]):
+        if rng.random() < 0.5 and (no_color is None or not no_color[i]) and data.attrs["color"][i] >= 0:
             words.append(color_list[data.attrs["color"][i]])
         words.append(data.classnames[data.labels[i]])
         template = TEMPLATES[rng.integers(0, len(TEMPLATES))]
@@ -856,6 +890,7 @@ def pretrain_clip(
     exclude_combos: Iterable[tuple[str, str]] | None = None,
     captions: str = "varied",
     gray_frac: float = 0.0,
+    random_color_frac: float = 0.0,
     extra_colors: bool = False,
     color_guard: float = 100.0,
     callback: Any = None,
@@ -890,7 +925,8 @@ def pretrain_clip(
                 if np.linalg.norm(np.subtract(rgb, COLORS[held_col])) < color_guard:
                     excluded.add((shape, name))
     shapes = make_shapes(pool_size - n_tex, seed=seed, classes=classes, image_size=image_size, colors=colors,
-                         exclude_combos=excluded)  # fmt: skip
+                         exclude_combos=excluded, random_color_frac=random_color_frac,
+                         color_guard=color_guard)  # fmt: skip
     images = shapes.images
     tex_caps: list[str] = []
     if n_tex:
@@ -941,7 +977,7 @@ def pretrain_clip(
                 caps = list(shapes.captions)
                 if no_color is not None:
                     color_list = list(_ALL_COLORS)
-                    caps = [c.replace(f" {color_list[shapes.attrs['color'][i]]} ", " ") if no_color[i] else c
+                    caps = [c.replace(f" {color_list[shapes.attrs['color'][i]]} ", " ") if no_color[i] and shapes.attrs['color'][i] >= 0 else c
                             for i, c in enumerate(caps)]  # fmt: skip
             tokens = tok(caps + tex_caps)
         idx = perm[pos : pos + batch_size]
