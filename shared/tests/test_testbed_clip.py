@@ -166,9 +166,21 @@ def test_data_bad_inputs():
 # ------------------------------------------------------------------------------------------------------- model
 def test_model_config_checks():
     with pytest.raises(ValueError, match="divisible by patch_size"):
-        clip.build_tiny_clip(image_size=32, patch_size=6)
+        clip.build_tiny_clip(vision="vit", image_size=32, patch_size=6)
+    with pytest.raises(ValueError, match="multiple of 32"):
+        clip.build_tiny_clip(image_size=48)
+    with pytest.raises(ValueError, match="vision must be one of"):
+        clip.build_tiny_clip(vision="convnext")
     with pytest.raises(ValueError, match="does not match the tokenizer"):
         clip.build_tiny_clip(vocab_size=49408)
+    for kw in ({}, {"vision": "vit"}, {"vision": "vit", "mlp_ratio": 2.0}):
+        cfg = clip.clip_config(**kw)
+        assert clip.clip_config(**cfg) == cfg  # the stored config round-trips (cache keys, checkpoint reload)
+    import open_clip.modified_resnet as mr
+    from open_clip.transformer import VisionTransformer
+
+    assert isinstance(clip.build_tiny_clip().visual, mr.ModifiedResNet)
+    assert isinstance(clip.build_tiny_clip(vision="vit").visual, VisionTransformer)
 
 
 def test_text_tower_pools_at_eot_with_causal_mask():
@@ -227,18 +239,19 @@ def test_pretrained_clip_cache_hit_and_key(tiny):
 
 @pytest.mark.slow
 def test_gate_default_pretrained_clip():
-    """The gate of the issue on the default bundle (8 classes, 1200 steps, about 100 CPU-seconds).
+    """The gate of the issue on the default bundle (ResNet tower, 8 classes, 1200 steps, 82-93 s on 2 cores).
 
-    Measured: 89.8% zero-shot on all colour x shape combinations and 66.8% on the held-out combinations (chance
-    12.5%). The issue's aim of >= 80% on held-out combinations is NOT reached at this budget; the test pins what is.
+    Measured with seeds 0 / 1 / 2 of the pretraining: 85.0% / 86.2% / 94.6% zero-shot on the held-out colour x shape
+    combinations and 97.8% / 98.3% / 99.0% on all (chance 12.5%).
     """
     torch.set_num_threads(2)
     bundle = clip.pretrained_tiny_clip(progress=True)
     assert len(bundle.classnames) == 8
     d = clip.make_shapes(2000, seed=4243, classes=bundle.classnames)
-    assert clip.zero_shot_accuracy(bundle, d.images, d.labels, bundle.classnames) >= 0.8
+    assert clip.zero_shot_accuracy(bundle, d.images, d.labels, bundle.classnames) >= 0.95
     d = clip.make_shapes(2000, seed=4242, classes=bundle.classnames, only_combos=bundle.heldout_combos)
-    assert clip.zero_shot_accuracy(bundle, d.images, d.labels, bundle.classnames) >= 0.6
+    assert clip.zero_shot_accuracy(bundle, d.images, d.labels, bundle.classnames) >= 0.8
+    assert bundle.info["seconds"] < 120
 
 
 # ------------------------------------------------------------------ a user's real open_clip checkpoint (offline)

@@ -19,12 +19,18 @@ Tokenizer
     Unknown words and over-long prompts raise ``ValueError``.
 
 Model
-    :func:`build_tiny_clip`: ``open_clip.CLIP(embed_dim=64, CLIPVisionCfg(image_size=32, patch_size=8, width=64,
-    layers=2, head_width=32, pool_type="avg"), CLIPTextCfg(context_length=16, vocab_size=len(VOCAB), width=64,
-    heads=2, layers=2))`` (about 0.23 M parameters). The image feature is the mean of the patch tokens
-    (``vision_pool="avg"``): measured, it learns shapes faster than the class token (82.7% vs 58.0% zero-shot on
-    8 classes after 800 steps, with lr 3e-3 vs 2e-3). No hub access anywhere (no ``hf_*`` options,
-    ``pretrained=None``).
+    :func:`build_tiny_clip`: ``open_clip.CLIP(embed_dim=64, vision_cfg, CLIPTextCfg(context_length=16,
+    vocab_size=len(VOCAB), width=64, heads=2, layers=2))``. The default vision tower is open_clip's ``ModifiedResNet``
+    (CLIP's RN tower: ``CLIPVisionCfg(image_size=32, layers=(1, 1, 1, 1), width=8, head_width=16)``, 0.45 M
+    parameters in all); ``vision="vit"`` gives the patch-8 ViT (width 64, 2 layers, mean of patch tokens, 0.23 M).
+    Measured (8 classes, 1200 steps, seed 0): zero-shot accuracy on held-out colour x shape pairs 85% with the ResNet
+    vs 68% with the ViT in about the same wall time; the convolutional tower learns shape independently of colour
+    much faster. No hub access anywhere (no ``hf_*`` options, ``pretrained=None``).
+
+Real checkpoints
+    :func:`load_open_clip` loads a user's own open_clip model from local files (an architecture name + a weight
+    file, or ``local-dir:``) into the same :class:`TinyCLIP` bundle, with open_clip's tokenizer and the model's own
+    resize/normalisation, so every package that takes the tiny CLIP takes a real one. Nothing is downloaded.
 
 Features are L2-normalised, image ``(n, embed_dim)`` and text ``(m, embed_dim)``; zero-shot prediction is
 ``argmax_c <f_img, f_text(template.format(c))>``.
@@ -97,13 +103,6 @@ COLORS = {
     "orange": (245, 140, 30),
     "white": (240, 240, 240),
 }
-EXTRA_COLORS = {  # drawn only if asked for (e.g. in pretraining, to diversify colour x shape combinations)
-    "purple": (130, 50, 200),
-    "pink": (250, 150, 190),
-    "brown": (140, 85, 35),
-    "gray": (150, 150, 150),
-}
-_ALL_COLORS = {**COLORS, **EXTRA_COLORS}  # COLORS first: colour indices < 8 mean the same in both
 SIZES = ("small", "medium", "large")
 _SIZE_RANGE = {"small": (0.20, 0.26), "medium": (0.26, 0.33), "large": (0.33, 0.40)}  # radius / image side
 TEXTURES = ("striped", "checkered", "dotted", "noisy", "wavy")
@@ -304,8 +303,6 @@ def make_shapes(
     rare_frac: float = 0.0,
     max_noise: float = 12.0,
     position_jitter: float = 0.15,
-    random_color_frac: float = 0.0,
-    color_guard: float = 100.0,
 ) -> ShapesData:
     """``n`` captioned shape images with ground-truth nuisance factors and flags.
 
@@ -314,7 +311,7 @@ def make_shapes(
         seed: numpy seed; the same arguments give identical data. Keep pretraining and downstream seeds disjoint.
         classes: subset of :data:`CLASSES` (labels index this tuple); default all 12.
         image_size: side in pixels (16..256).
-        colors: names from :data:`COLORS` (and :data:`EXTRA_COLORS`); default the 8 of :data:`COLORS`.
+        colors: subset of :data:`COLORS` names; default all 8.
         exclude_combos: ``(shape, colour)`` pairs never drawn (e.g. :func:`heldout_combos`).
         only_combos: if given, draw only these ``(shape, colour)`` pairs (e.g. to test held-out combos).
         label_noise: fraction whose label (and caption) is replaced by another class; flagged ``label_noisy``.
@@ -332,9 +329,9 @@ def make_shapes(
     classes = _check_classes(classes)
     _check_image_size(image_size)
     color_names = list(COLORS) if colors is None else list(colors)
-    bad = [c for c in color_names if c not in _ALL_COLORS]
+    bad = [c for c in color_names if c not in COLORS]
     if bad or not color_names or len(set(color_names)) != len(color_names):
-        raise ValueError(f"colors must be distinct names from {list(_ALL_COLORS)}, got {colors!r}")
+        raise ValueError(f"colors must be distinct names from {list(COLORS)}, got {colors!r}")
     for name, frac in (
         ("label_noise", label_noise),
         ("ambiguous_frac", ambiguous_frac),
@@ -371,7 +368,7 @@ def make_shapes(
     shape_name = [combos[i][0] for i in pick]
     label = np.array([classes.index(s) for s in shape_name], dtype=np.int64)
     shape_idx = np.array([CLASSES.index(s) for s in shape_name])
-    color_idx = np.array([list(_ALL_COLORS).index(combos[i][1]) for i in pick])
+    color_idx = np.array([list(COLORS).index(combos[i][1]) for i in pick])
     size_idx = rng.integers(0, len(SIZES), size=n)
     lo = np.array([_SIZE_RANGE[s][0] for s in SIZES])[size_idx]
     hi = np.array([_SIZE_RANGE[s][1] for s in SIZES])[size_idx]
@@ -385,24 +382,8 @@ def make_shapes(
     rotation = rng.uniform(-math.pi / 9, math.pi / 9, size=n)
     noise_std = rng.uniform(0, max_noise, size=n)
     background = rng.uniform(15, 90, size=n)
-    rgb = np.array(list(_ALL_COLORS.values()), dtype=np.float32)[color_idx]
+    rgb = np.array(list(COLORS.values()), dtype=np.float32)[color_idx]
     rgb = np.clip(rgb + rng.normal(0, 12, size=(n, 3)), 0, 255)  # colour jitter
-    if not 0.0 <= random_color_frac <= 1.0:
-        raise ValueError(f"random_color_frac must be in [0, 1], got {random_color_frac}")
-    if random_color_frac > 0:
-        # uniformly random RGB colours (caption without a colour word, attrs["color"] = -1), kept at least
-        # ``color_guard`` away from every excluded colour of the same shape
-        guard = {s: [np.asarray(_ALL_COLORS[c], dtype=np.float32) for (s2, c) in (exclude_combos or ()) if s2 == s]
-                 for s in set(shape_name)}  # fmt: skip
-        for i in np.flatnonzero(rng.random(n) < random_color_frac):
-            for _ in range(100):
-                cand = rng.uniform(0, 255, size=3).astype(np.float32)
-                if all(np.linalg.norm(cand - g) >= color_guard for g in guard[shape_name[i]]):
-                    break
-            else:  # pragma: no cover - the guard balls cannot cover the RGB cube
-                continue
-            rgb[i] = cand
-            color_idx[i] = -1
 
     rare = rng.random(n) < rare_frac
     tiny = rare & (rng.random(n) < 0.5)
@@ -466,12 +447,9 @@ def make_shapes(
     if noisy.any():
         shift = rng.integers(1, len(classes), size=int(noisy.sum()))
         label[noisy] = (label[noisy] + shift) % len(classes)
-    color_list = list(_ALL_COLORS)
+    color_list = list(COLORS)
     captions = [
-        f"a photo of a {SIZES[size_idx[i]]} {color_list[color_idx[i]]} {classes[label[i]]}"
-        if color_idx[i] >= 0
-        else f"a photo of a {SIZES[size_idx[i]]} {classes[label[i]]}"
-        for i in range(n)
+        f"a photo of a {SIZES[size_idx[i]]} {color_list[color_idx[i]]} {classes[label[i]]}" for i in range(n)
     ]
     attrs = {
         "true_label": true_label,
@@ -654,14 +632,21 @@ def tokenize(texts: str | Sequence[str], context_length: int = 16) -> torch.Tens
 
 
 # ====================================================================================================== model
+_VISION_DEFAULTS = {
+    "resnet": {"vision_width": 8, "vision_layers": 1, "vision_head_width": 16},
+    "vit": {"vision_width": 64, "vision_layers": 2, "vision_head_width": 32},
+}
+
+
 def clip_config(
     *,
+    vision: str = "resnet",
     embed_dim: int = 64,
     image_size: int = 32,
     patch_size: int = 8,
-    vision_width: int = 64,
-    vision_layers: int = 2,
-    vision_head_width: int = 32,
+    vision_width: int | None = None,
+    vision_layers: int | None = None,
+    vision_head_width: int | None = None,
     context_length: int = 16,
     text_width: int = 64,
     text_heads: int = 2,
@@ -670,14 +655,25 @@ def clip_config(
     vision_pool: str = "avg",
     mlp_ratio: float = 4.0,
 ) -> dict[str, Any]:
-    """The validated, JSON-able configuration of the tiny CLIP."""
-    cfg = dict(
+    """The validated, JSON-able configuration of the tiny CLIP.
+
+    ``vision="resnet"`` (default): open_clip's ``ModifiedResNet`` (the CLIP RN tower: 3-conv stem, 4 stages of
+    ``vision_layers`` bottleneck blocks each, attention pooling with ``vision_width * 32 // vision_head_width``
+    heads; width 8, 1 block per stage). ``vision="vit"``: open_clip's ``VisionTransformer`` (``patch_size``, width 64,
+    2 layers, ``vision_pool`` "avg" = mean of patch tokens or "tok" = class token). ``vision_width``,
+    ``vision_layers`` and ``vision_head_width`` default per tower. ``patch_size`` and ``vision_pool`` only apply to
+    the ViT (they are left out of a ResNet config, so they do not change its cache key).
+    """
+    if vision not in _VISION_DEFAULTS:
+        raise ValueError(f"vision must be one of {sorted(_VISION_DEFAULTS)}, got {vision!r}")
+    d = _VISION_DEFAULTS[vision]
+    cfg: dict[str, Any] = dict(
         embed_dim=embed_dim,
         image_size=image_size,
         patch_size=patch_size,
-        vision_width=vision_width,
-        vision_layers=vision_layers,
-        vision_head_width=vision_head_width,
+        vision_width=d["vision_width"] if vision_width is None else vision_width,
+        vision_layers=d["vision_layers"] if vision_layers is None else vision_layers,
+        vision_head_width=d["vision_head_width"] if vision_head_width is None else vision_head_width,
         context_length=context_length,
         text_width=text_width,
         text_heads=text_heads,
@@ -687,19 +683,32 @@ def clip_config(
     for k, v in cfg.items():
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{k} must be a positive int, got {v!r}")
-    if vision_pool not in ("tok", "avg"):
-        raise ValueError(
-            f"vision_pool must be 'tok' (class token) or 'avg' (mean of patch tokens), got {vision_pool!r}"
-        )
-    cfg["vision_pool"] = vision_pool
     if not (isinstance(mlp_ratio, (int, float)) and not isinstance(mlp_ratio, bool) and mlp_ratio > 0):
         raise ValueError(f"mlp_ratio must be a positive number, got {mlp_ratio!r}")
     if mlp_ratio != 4.0:  # kept out of the dict at the default so that existing cache keys stay valid
         cfg["mlp_ratio"] = float(mlp_ratio)
-    if image_size % patch_size:
-        raise ValueError(f"image_size={image_size} must be divisible by patch_size={patch_size}")
-    if vision_width % vision_head_width:
-        raise ValueError(f"vision_head_width={vision_head_width} must divide vision_width={vision_width}")
+    if vision == "vit":
+        if vision_pool not in ("tok", "avg"):
+            raise ValueError(
+                f"vision_pool must be 'tok' (class token) or 'avg' (mean of patch tokens), got {vision_pool!r}"
+            )
+        cfg = {"vision": "vit", **cfg, "vision_pool": vision_pool}
+        if image_size % patch_size:
+            raise ValueError(f"image_size={image_size} must be divisible by patch_size={patch_size}")
+        if cfg["vision_width"] % cfg["vision_head_width"]:
+            raise ValueError(
+                f"vision_head_width={cfg['vision_head_width']} must divide vision_width={cfg['vision_width']}"
+            )
+    else:
+        del cfg["patch_size"]
+        cfg = {"vision": "resnet", **cfg}
+        if image_size % 32:
+            raise ValueError(f"image_size={image_size} must be a multiple of 32 for the ResNet tower (stride 32)")
+        if (cfg["vision_width"] * 32) % cfg["vision_head_width"] or cfg["vision_width"] % 2:
+            raise ValueError(
+                f"vision_width={cfg['vision_width']} must be even and vision_head_width={cfg['vision_head_width']} "
+                f"must divide vision_width * 32 (the ResNet feature size)"
+            )
     if text_width % text_heads:
         raise ValueError(f"text_heads={text_heads} must divide text_width={text_width}")
     if vocab_size != len(VOCAB):
@@ -717,15 +726,23 @@ def build_tiny_clip(*, seed: int = 0, **cfg: Any) -> Any:
     from open_clip.model import CLIPTextCfg, CLIPVisionCfg
 
     c = clip_config(**cfg)
-    vision = CLIPVisionCfg(
-        image_size=c["image_size"],
-        patch_size=c["patch_size"],
-        width=c["vision_width"],
-        layers=c["vision_layers"],
-        head_width=c["vision_head_width"],
-        pool_type=c["vision_pool"],
-        mlp_ratio=c.get("mlp_ratio", 4.0),
-    )
+    if c["vision"] == "resnet":
+        vision = CLIPVisionCfg(
+            image_size=c["image_size"],
+            layers=(c["vision_layers"],) * 4,  # a tuple selects open_clip's ModifiedResNet
+            width=c["vision_width"],
+            head_width=c["vision_head_width"],
+        )
+    else:
+        vision = CLIPVisionCfg(
+            image_size=c["image_size"],
+            patch_size=c["patch_size"],
+            width=c["vision_width"],
+            layers=c["vision_layers"],
+            head_width=c["vision_head_width"],
+            pool_type=c["vision_pool"],
+            mlp_ratio=c.get("mlp_ratio", 4.0),
+        )
     text = CLIPTextCfg(
         context_length=c["context_length"],
         vocab_size=c["vocab_size"],
@@ -856,19 +873,16 @@ def zero_shot_accuracy(
 
 
 # ================================================================================================ pretraining
-def _varied_captions(
-    data: ShapesData, rng: np.random.Generator, no_color: np.ndarray | None = None
-) -> list[str]:
+def _varied_captions(data: ShapesData, rng: np.random.Generator) -> list[str]:
     """Captions with a random template and each attribute dropped with probability 1/2 (so that
-    ``"a photo of a circle"`` and ``"a red circle"`` are seen as well as the full caption); never a colour word
-    where ``no_color`` is set (grey-scaled images)."""
-    color_list = list(_ALL_COLORS)
+    ``"a photo of a circle"`` and ``"a red circle"`` are seen as well as the full caption)."""
+    color_list = list(COLORS)
     out = []
     for i in range(len(data)):
         words = []
         if rng.random() < 0.5:
             words.append(SIZES[data.attrs["size"][i]])
-        if rng.random() < 0.5 and (no_color is None or not no_color[i]) and data.attrs["color"][i] >= 0:
+        if rng.random() < 0.5:
             words.append(color_list[data.attrs["color"][i]])
         words.append(data.classnames[data.labels[i]])
         template = TEMPLATES[rng.integers(0, len(TEMPLATES))]
@@ -889,10 +903,6 @@ def pretrain_clip(
     texture_frac: float = 0.1,
     exclude_combos: Iterable[tuple[str, str]] | None = None,
     captions: str = "varied",
-    gray_frac: float = 0.0,
-    random_color_frac: float = 0.0,
-    extra_colors: bool = False,
-    color_guard: float = 100.0,
     callback: Any = None,
     progress: bool = False,
 ) -> list[float]:
@@ -914,19 +924,8 @@ def pretrain_clip(
     )
     rng = np.random.default_rng(seed)
     n_tex = int(round(pool_size * texture_frac))
-    excluded = set(exclude_combos or ())
-    colors = list(COLORS)
-    if extra_colors:
-        # more colours per shape (diversity of combinations), but none within ``color_guard`` (RGB distance) of a
-        # shape's held-out colour, so that no held-out pair is approximated by a near-identical extra colour
-        colors += list(EXTRA_COLORS)
-        for shape, held_col in list(excluded):
-            for name, rgb in EXTRA_COLORS.items():
-                if np.linalg.norm(np.subtract(rgb, COLORS[held_col])) < color_guard:
-                    excluded.add((shape, name))
-    shapes = make_shapes(pool_size - n_tex, seed=seed, classes=classes, image_size=image_size, colors=colors,
-                         exclude_combos=excluded, random_color_frac=random_color_frac,
-                         color_guard=color_guard)  # fmt: skip
+    shapes = make_shapes(pool_size - n_tex, seed=seed, classes=classes, image_size=image_size,
+                         exclude_combos=exclude_combos)  # fmt: skip
     images = shapes.images
     tex_caps: list[str] = []
     if n_tex:
@@ -935,18 +934,6 @@ def pretrain_clip(
         tex_caps = tex.captions
     pixels = preprocess(images)  # (N, 3, H, W)
     N = len(pixels)
-    if not 0.0 <= gray_frac <= 1.0:
-        raise ValueError(f"gray_frac must be in [0, 1], got {gray_frac}")
-    n_shapes = len(shapes)
-    gray_ok = np.zeros(n_shapes, dtype=bool)
-    if gray_frac > 0:
-        # grey-scaled shapes (luminance, caption without colour) teach a colour-free shape code; never for a class
-        # whose held-out colour is white, so that no held-out colour x shape pair is shown in any form
-        white_held = {c for c, col in (exclude_combos or ()) if col == "white"}
-        gray_ok = np.array([shapes.classnames[k] not in white_held for k in shapes.labels])
-        lum = images[:n_shapes].astype(np.float32) @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
-        gray_pixels = preprocess(np.repeat(np.clip(np.rint(lum), 0, 255).astype(np.uint8)[..., None], 3, axis=3))
-    color_pixels = pixels
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "embedding" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "embedding" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
@@ -965,20 +952,7 @@ def pretrain_clip(
     for step in range(steps):
         if pos + batch_size > N:
             perm, pos = torch.randperm(N, generator=gen), 0
-            no_color = None
-            if gray_frac > 0:
-                no_color = gray_ok & (rng.random(n_shapes) < gray_frac)
-                sel = torch.from_numpy(no_color)
-                pixels = color_pixels.clone()
-                pixels[:n_shapes][sel] = gray_pixels[sel]
-            if captions == "varied":
-                caps = _varied_captions(shapes, rng, no_color)
-            else:
-                caps = list(shapes.captions)
-                if no_color is not None:
-                    color_list = list(_ALL_COLORS)
-                    caps = [c.replace(f" {color_list[shapes.attrs['color'][i]]} ", " ") if no_color[i] and shapes.attrs['color'][i] >= 0 else c
-                            for i, c in enumerate(caps)]  # fmt: skip
+            caps = _varied_captions(shapes, rng) if captions == "varied" else shapes.captions
             tokens = tok(caps + tex_caps)
         idx = perm[pos : pos + batch_size]
         pos += batch_size
