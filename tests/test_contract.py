@@ -17,7 +17,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from icml25.claims import validate_results
 from icml25.registry import discover
 

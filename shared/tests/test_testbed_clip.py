@@ -255,42 +255,25 @@ def test_gate_default_pretrained_clip():
 
 
 # ------------------------------------------------------------------ a user's real open_clip checkpoint (offline)
-_REAL_CFG = {
-    "embed_dim": 32,
-    "vision_cfg": {"image_size": 48, "layers": 1, "width": 64, "head_width": 32, "patch_size": 16},
-    "text_cfg": {"context_length": 20, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
-
-
 @pytest.fixture(scope="module")
 def real_checkpoint(tmp_path_factory):
     """An open_clip architecture registered from a JSON config (as a user's custom model would be), its weights
-    saved as a local .safetensors file, and the same as a ``local-dir:`` folder."""
-    import json
-
-    import open_clip
-    from safetensors.torch import save_file
+    saved as a local .safetensors file and as a ``local-dir:`` folder."""
+    from icml25.testing import tiny_open_clip_checkpoint
+    from safetensors.torch import load_file
 
     folder = tmp_path_factory.mktemp("realclip")
-    (folder / "cfg").mkdir()
-    (folder / "cfg" / "icml25-test-ViT-T.json").write_text(json.dumps(_REAL_CFG))
-    open_clip.add_model_config(folder / "cfg")
-    torch.manual_seed(3)
-    model = open_clip.create_model("icml25-test-ViT-T")
-    state = {k: v.contiguous() for k, v in model.state_dict().items()}
-    save_file(state, str(folder / "weights.safetensors"))
-    local = folder / "local"
-    local.mkdir()
-    (local / "open_clip_config.json").write_text(json.dumps({"model_cfg": _REAL_CFG}))
-    save_file(state, str(local / "open_clip_model.safetensors"))
-    return folder, state
+    weights = tiny_open_clip_checkpoint(folder, "icml25-test-ViT-T", image_size=48, patch_size=16, context_length=20,
+                                        seed=3)  # fmt: skip
+    return folder, load_file(str(weights))
 
 
 def test_load_open_clip_checkpoint_matches_open_clip(real_checkpoint):
     import open_clip
 
     folder, state = real_checkpoint
-    bundle = clip.load_open_clip("icml25-test-ViT-T", folder / "weights.safetensors", classnames=("cat", "dog"))
+    bundle = clip.load_open_clip("icml25-test-ViT-T", folder / "icml25-test-ViT-T.safetensors",
+                                 classnames=("cat", "dog"))  # fmt: skip
     for k, v in bundle.model.state_dict().items():
         assert torch.equal(v, state[k]), k
     prompts = ["a photo of a cat", "a photo of a dog"]
@@ -309,7 +292,7 @@ def test_load_open_clip_checkpoint_matches_open_clip(real_checkpoint):
 
 def test_load_open_clip_local_dir_equals_file(real_checkpoint):
     folder, state = real_checkpoint
-    bundle = clip.load_open_clip(f"local-dir:{folder / 'local'}")
+    bundle = clip.load_open_clip(f"local-dir:{folder / 'icml25-test-ViT-T-local'}")
     for k, v in bundle.model.state_dict().items():
         assert torch.equal(v, state[k]), k
 

@@ -1,31 +1,18 @@
 """focoop on a user's own open_clip checkpoint (BPE tokenizer, 77-token context, resized images), offline."""
 
-import json
 import math
 
 import pytest
 import torch
 
-open_clip = pytest.importorskip("open_clip")
-
-_CFG = {
-    "embed_dim": 32,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 8},
-    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
+pytest.importorskip("open_clip")
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    from safetensors.torch import save_file
+    from icml25.testing import tiny_open_clip_checkpoint
 
-    folder = tmp_path_factory.mktemp("focoop-realclip")
-    (folder / "focoop-test-ViT.json").write_text(json.dumps(_CFG))
-    open_clip.add_model_config(folder)
-    torch.manual_seed(0)
-    model = open_clip.create_model("focoop-test-ViT")
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(folder / "w.safetensors"))
-    return folder / "w.safetensors"
+    return tiny_open_clip_checkpoint(tmp_path_factory.mktemp("focoop-realclip"), "focoop-test-ViT")
 
 
 def test_federation_runs_on_a_real_open_clip_checkpoint(checkpoint, monkeypatch):

@@ -5,6 +5,8 @@
 - :func:`assert_close64`: float64 closeness with a message that says where and by how much.
 - :func:`seeded`: a context manager that seeds everything and restores torch's global RNG state afterwards.
 - ``seed`` fixture: importable into a conftest (``from icml25.testing import seed``).
+- :func:`tiny_open_clip_checkpoint`: a registered open_clip architecture with its weights in a local file and a
+  ``local-dir:`` folder, standing in for a user's real CLIP checkpoint (offline).
 """
 
 from __future__ import annotations
@@ -103,3 +105,40 @@ try:  # a fixture when pytest is importable; harmless otherwise
 
 except ImportError:  # pragma: no cover
     pass
+
+
+def tiny_open_clip_checkpoint(folder: Any, name: str, *, image_size: int = 32, patch_size: int = 8,
+                              context_length: int = 77, width: int = 32, seed: int = 0) -> Any:
+    """Register a tiny open_clip ViT architecture ``name`` (BPE vocabulary, as real CLIPs have) from a JSON config
+    in ``folder`` and save randomly initialised weights as ``folder/<name>.safetensors`` and as a ``local-dir:``
+    folder ``folder/<name>-local`` (``open_clip_config.json`` + ``open_clip_model.safetensors``).
+    Returns the path of the weight file. Needs ``open_clip`` and ``safetensors``."""
+    import json
+    from pathlib import Path
+
+    import open_clip
+    import torch
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    cfg = {
+        "embed_dim": width,
+        "vision_cfg": {"image_size": image_size, "layers": 1, "width": 2 * width, "head_width": width,
+                       "patch_size": patch_size},
+        "text_cfg": {"context_length": context_length, "vocab_size": 49408, "width": width, "heads": 2, "layers": 1},
+    }  # fmt: skip
+    cfg_dir = folder / f"{name}-config"
+    cfg_dir.mkdir(parents=True, exist_ok=True)
+    (cfg_dir / f"{name}.json").write_text(json.dumps(cfg))
+    open_clip.add_model_config(cfg_dir)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = open_clip.create_model(name)
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    weights = folder / f"{name}.safetensors"
+    save_file(state, str(weights))
+    local = folder / f"{name}-local"
+    local.mkdir(exist_ok=True)
+    (local / "open_clip_config.json").write_text(json.dumps({"model_cfg": cfg}))
+    save_file(state, str(local / "open_clip_model.safetensors"))
+    return weights
