@@ -63,18 +63,18 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
         raise CheckpointError(f"{str(cfg_path)!r} is not valid JSON: {exc}") from exc
 
 
-def load_model(path: str | os.PathLike, build: Callable[[dict[str, Any]], Any], *, map_location: str = "cpu") -> Any:
-    """Build a module from the saved config and load the saved weights into it, strictly."""
-    path = Path(path)
-    config = load_config(path)
-    module = build(config)
-    state = load_tensors(path / WEIGHTS)
+def load_weights_into(module: Any, weights: str | os.PathLike, *, map_location: str = "cpu") -> Any:
+    """Load a safetensors file into ``module`` strictly: every tensor name and shape must match the module's
+    (checked before anything is loaded, so a mismatching file never leaves a half-loaded module). Returns
+    ``module``."""
+    weights = Path(weights)
+    state = load_tensors(weights)
     expected = module.state_dict()
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))
     if missing or unexpected:
         raise CheckpointError(
-            f"checkpoint {str(path)!r} does not match the model built from its config: "
+            f"checkpoint {str(weights)!r} does not match the model built from its config: "
             f"missing tensors {missing[:5]}{'…' if len(missing) > 5 else ''}, "
             f"unexpected tensors {unexpected[:5]}{'…' if len(unexpected) > 5 else ''}"
         )
@@ -82,8 +82,15 @@ def load_model(path: str | os.PathLike, build: Callable[[dict[str, Any]], Any], 
     if bad:
         k, got, want = bad[0]
         raise CheckpointError(
-            f"checkpoint {str(path)!r}: tensor {k!r} has shape {got} but the model built from the config expects {want}"
+            f"checkpoint {str(weights)!r}: tensor {k!r} has shape {got} but the model built from the config expects {want}"
             + (f" ({len(bad) - 1} more mismatches)" if len(bad) > 1 else "")
         )
     module.load_state_dict({k: v.to(map_location) for k, v in state.items()}, strict=True)
     return module
+
+
+def load_model(path: str | os.PathLike, build: Callable[[dict[str, Any]], Any], *, map_location: str = "cpu") -> Any:
+    """Build a module from the saved config and load the saved weights into it, strictly."""
+    path = Path(path)
+    config = load_config(path)
+    return load_weights_into(build(config), path / WEIGHTS, map_location=map_location)

@@ -1013,7 +1013,7 @@ def pretrained_tiny_clip(
     """
     import json
 
-    from icml25.checkpoint import CheckpointError, load_tensors, save_tensors
+    from icml25.checkpoint import CheckpointError, load_weights_into, save_tensors
     from icml25.io import atomic_write_json
     from icml25.testbeds.cache import load_or_build
 
@@ -1065,17 +1065,8 @@ def pretrained_tiny_clip(
     def load(folder: Path) -> TinyCLIP:
         if json.loads((folder / "model_config.json").read_text()) != cfg:
             raise CheckpointError("model_config.json does not match the requested config")
-        state = load_tensors(folder / "model.safetensors")
         model = build_tiny_clip(seed=0, **cfg)
-        expected = model.state_dict()
-        if set(state) != set(expected):
-            raise CheckpointError("tensor names differ from the model's")
-        for k, v in expected.items():
-            if tuple(state[k].shape) != tuple(v.shape):
-                raise CheckpointError(
-                    f"tensor {k!r} has shape {tuple(state[k].shape)}, expected {tuple(v.shape)}"
-                )
-        model.load_state_dict(state, strict=True)
+        load_weights_into(model, folder / "model.safetensors")
         record = json.loads((folder / "train.json").read_text())
         return TinyCLIP(
             model=model.eval(),

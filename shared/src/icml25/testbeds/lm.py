@@ -679,7 +679,7 @@ def pretrained_tiny_lm(
 
     import torch
 
-    from icml25.checkpoint import CheckpointError, load_tensors, save_tensors
+    from icml25.checkpoint import CheckpointError, load_weights_into, save_tensors
     from icml25.io import atomic_write_json
     from icml25.testbeds.cache import load_or_build
 
@@ -736,18 +736,9 @@ def pretrained_tiny_lm(
         saved = json.loads((folder / "model_config.json").read_text())
         if saved != json.loads(json.dumps(cfg)):
             raise CheckpointError("model_config.json does not match the requested config")
-        state = load_tensors(folder / "model.safetensors")
         with torch.random.fork_rng(devices=[]):
             model = _model_from_config(cfg)
-        expected = model.state_dict()
-        if set(state) != set(expected):
-            raise CheckpointError("tensor names differ from the model's")
-        for k, v in expected.items():
-            if tuple(state[k].shape) != tuple(v.shape):
-                raise CheckpointError(
-                    f"tensor {k!r} has shape {tuple(state[k].shape)}, expected {tuple(v.shape)}"
-                )
-        model.load_state_dict(state, strict=True)
+        load_weights_into(model, folder / "model.safetensors")
         record = json.loads((folder / "train.json").read_text())
         model.icml25_train = {"losses": record["losses"], "seconds": record["seconds"]}
         return model.eval()
