@@ -23,8 +23,8 @@ Model
     vocab_size=len(VOCAB), width=64, heads=2, layers=2))``. The default vision tower is open_clip's ``ModifiedResNet``
     (CLIP's RN tower: ``CLIPVisionCfg(image_size=32, layers=(1, 1, 1, 1), width=8, head_width=16)``, 0.45 M
     parameters in all); ``vision="vit"`` gives the patch-8 ViT (width 64, 2 layers, mean of patch tokens, 0.23 M).
-    Measured (8 classes, 1200 steps, seed 0): zero-shot accuracy on held-out colour x shape pairs 85% with the ResNet
-    vs 68% with the ViT in about the same wall time; the convolutional tower learns shape independently of colour
+    Measured (8 classes, 1200 steps, seed 0, 2 idle cores): zero-shot accuracy on held-out colour x shape pairs 85%
+    with the ResNet (91 s) vs 67% with the ViT (76 s); the convolutional tower learns shape independently of colour
     much faster. No hub access anywhere (no ``hf_*`` options, ``pretrained=None``).
 
 Real checkpoints
