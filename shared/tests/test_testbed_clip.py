@@ -173,7 +173,7 @@ def test_model_config_checks():
         clip.build_tiny_clip(vision="convnext")
     with pytest.raises(ValueError, match="does not match the tokenizer"):
         clip.build_tiny_clip(vocab_size=49408)
-    for kw in ({}, {"vision": "vit"}, {"vision": "vit", "mlp_ratio": 2.0}):
+    for kw in ({}, {"vision": "vit"}, {"vision": "vit", "vision_pool": "tok"}):
         cfg = clip.clip_config(**kw)
         assert clip.clip_config(**cfg) == cfg  # the stored config round-trips (cache keys, checkpoint reload)
     import open_clip.modified_resnet as mr

@@ -653,7 +653,6 @@ def clip_config(
     text_layers: int = 2,
     vocab_size: int = len(VOCAB),
     vision_pool: str = "avg",
-    mlp_ratio: float = 4.0,
 ) -> dict[str, Any]:
     """The validated, JSON-able configuration of the tiny CLIP.
 
@@ -683,10 +682,6 @@ def clip_config(
     for k, v in cfg.items():
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{k} must be a positive int, got {v!r}")
-    if not (isinstance(mlp_ratio, (int, float)) and not isinstance(mlp_ratio, bool) and mlp_ratio > 0):
-        raise ValueError(f"mlp_ratio must be a positive number, got {mlp_ratio!r}")
-    if mlp_ratio != 4.0:  # kept out of the dict at the default so that existing cache keys stay valid
-        cfg["mlp_ratio"] = float(mlp_ratio)
     if vision == "vit":
         if vision_pool not in ("tok", "avg"):
             raise ValueError(
@@ -741,7 +736,6 @@ def build_tiny_clip(*, seed: int = 0, **cfg: Any) -> Any:
             layers=c["vision_layers"],
             head_width=c["vision_head_width"],
             pool_type=c["vision_pool"],
-            mlp_ratio=c.get("mlp_ratio", 4.0),
         )
     text = CLIPTextCfg(
         context_length=c["context_length"],
@@ -750,7 +744,6 @@ def build_tiny_clip(*, seed: int = 0, **cfg: Any) -> Any:
         heads=c["text_heads"],
         layers=c["text_layers"],
         pool_type="argmax",
-        mlp_ratio=c.get("mlp_ratio", 4.0),
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
