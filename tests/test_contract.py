@@ -97,3 +97,62 @@ def test_reproduce_smoke(name, tmp_path):
     assert data["claims"], "reproduce must measure at least one claim"
     for fig in data.get("figures", []):
         assert (out_dir / fig).exists(), f"figure {fig} listed but not written"
+
+
+# ---------------------------------------------------------------- committed full runs and generated README blocks
+def _full(name: str) -> Path:
+    return ROOT / "packages" / name / "results" / "full" / "results.json"
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_committed_full_run_has_verdicts_kinds_and_a_matching_readme(name):
+    from icml25.report import current_block, load_results, package_block
+
+    path = _full(name)
+    if not path.exists():
+        pytest.skip(f"{name}: no committed full run yet")
+    data = load_results(path)
+    assert data["method"] == name and not data.get("quick") and not data.get("smoke")
+    for c in data["claims"]:
+        assert c.get("kind") in ("paper", "property", "target"), f"{c['claim']!r}: no kind"
+        assert c.get("verdict") in ("holds", "inconclusive", "fails"), f"{c['claim']!r}: no verdict"
+    for fig in data.get("figures", []):
+        assert (path.parent / fig).exists(), f"{fig} listed in {path} but not committed"
+    readme = (ROOT / "packages" / name / "README.md").read_text()
+    assert current_block(readme, where=f"packages/{name}/README.md") == package_block(data), (
+        f"packages/{name}/README.md: the generated block differs from results/full/results.json; run "
+        f"`uv run icml25 report --package packages/{name} --update-readme packages/{name}/README.md`")
+
+
+def test_root_readme_summary_matches_committed_runs():
+    from icml25.report import current_block, package_results, summary_block
+
+    found = package_results(ROOT / "packages")
+    assert current_block((ROOT / "README.md").read_text()) == summary_block(found), (
+        "README.md: the summary differs from the committed full runs; run "
+        "`uv run icml25 report --packages packages --update-readme README.md`")
+
+
+def test_readme_check_catches_a_tampered_number(tmp_path):
+    """Negative control: a README whose block has one number changed by hand no longer matches."""
+    from icml25.claims import Claim, Report
+    from icml25.report import current_block, package_block, replace_block
+
+    r = Report(method="demo", seeds=[0, 1, 2])
+    r.add(Claim.compare(claim="beats", metric="acc", ours=[0.91, 0.9, 0.92], baseline=[0.5, 0.51, 0.52],
+                        baseline_name="b", paper="p"))
+    data = r.to_dict()
+    readme = replace_block("# demo\n<!-- icml25-report:start -->\n<!-- icml25-report:end -->\n", package_block(data))
+    assert current_block(readme) == package_block(data)
+    tampered = readme.replace("0.91", "0.97")
+    assert tampered != readme and current_block(tampered) != package_block(data)
+    (tmp_path / "README.md").write_text(tampered)
+    (tmp_path / "results" / "full").mkdir(parents=True)
+    (tmp_path / "results" / "full" / "results.json").write_text(json.dumps(data))
+    out = _run([str(BIN / "icml25"), "report", "--package", str(tmp_path), "--update-readme",
+                str(tmp_path / "README.md"), "--check"])
+    assert out.returncode == 1 and "out of date" in out.stderr
+    (tmp_path / "README.md").write_text(readme)
+    out = _run([str(BIN / "icml25"), "report", "--package", str(tmp_path), "--update-readme",
+                str(tmp_path / "README.md"), "--check"])
+    assert out.returncode == 0, out.stderr

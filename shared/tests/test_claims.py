@@ -13,21 +13,25 @@ def test_mean_sd_closed_form():
 
 
 def test_compare_direction_and_margin():
-    c = Claim.compare(claim="x", metric="acc", ours=[0.9, 0.8], baseline=[0.5, 0.6], baseline_name="b", paper="p")
-    assert c.holds and c.ours == pytest.approx(0.85) and c.seeds == 2
+    c = Claim.compare(claim="x", metric="acc", ours=[0.9, 0.8, 0.85], baseline=[0.5, 0.6, 0.55],
+                      baseline_name="b", paper="p")
+    assert c.holds and c.ours == pytest.approx(0.85) and c.seeds == 3
+    two = Claim.compare(claim="x", metric="acc", ours=[0.9, 0.8], baseline=[0.5, 0.6], baseline_name="b", paper="p")
+    assert two.verdict == "inconclusive" and not two.holds  # two seeds cannot decide
     lower = Claim.compare(claim="x", metric="err", ours=[0.9], baseline=[0.5], baseline_name="b", paper="p",
-                          higher_is_better=False)
-    assert not lower.holds
+                          higher_is_better=False, deterministic=True)
+    assert lower.verdict == "fails"
     comparable = Claim.compare(claim="x", metric="acc", ours=0.79, baseline=0.8, baseline_name="b", paper="p",
-                               margin=-0.02)
+                               margin=-0.02, deterministic=True)
     assert comparable.holds
     assert not Claim.compare(claim="x", metric="acc", ours=0.7, baseline=0.8, baseline_name="b", paper="p",
-                             margin=-0.02).holds
+                             margin=-0.02, deterministic=True).holds
 
 
 def _report():
     r = Report(method="demo", seeds=[0, 1])
-    r.add(Claim.compare(claim="beats", metric="acc", ours=[0.9, 0.8], baseline=[0.5, 0.6], baseline_name="b", paper="p"))
+    r.add(Claim.compare(claim="beats", metric="acc", ours=[0.9, 0.8, 0.85], baseline=[0.5, 0.6, 0.55],
+                        baseline_name="b", paper="p"))
     r.add(Claim(claim="fast", metric="Hz", ours=900.0, baseline=None, baseline_name="", holds=True, paper="800+ Hz"))
     r.add_table("t", ["a", "b"], [[1, 2.5]])
     return r
@@ -42,7 +46,7 @@ def test_report_roundtrip_and_markdown(tmp_path):
     back = Report.from_dict(data)
     assert back.claims[0].ours == pytest.approx(0.85) and back.claims[1].baseline is None
     md = (tmp_path / "r" / "results.md").read_text()
-    assert "| beats | acc |" in md and "✅" in md and "## t" in md
+    assert "| beats | paper | acc |" in md and "✅" in md and "## t" in md
 
 
 @pytest.mark.parametrize(

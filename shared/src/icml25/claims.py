@@ -5,12 +5,16 @@
     {"method": "string-pe", "title": "...", "quick": true, "seeds": [0, 1, 2], "seconds": 41.2,
      "claims": [{"claim": "...", "metric": "...", "ours": 0.91, "baseline": 0.42, "baseline_name": "...",
                  "holds": true, "paper": "what the paper reports, with its table", "higher_is_better": true,
-                 "ours_sd": 0.01, "baseline_sd": 0.05, "seeds": 3, "note": "..."}],
+                 "ours_sd": 0.01, "baseline_sd": 0.05, "seeds": 5, "note": "...",
+                 "kind": "paper|property|target", "verdict": "holds|inconclusive|fails", "test": "welch",
+                 "p_value": 0.003, "ci": [0.41, 0.57], "margin": 0.0,
+                 "ours_values": [...], "baseline_values": [...]}],
      "tables": {"name": {"columns": [...], "rows": [[...], ...]}},
      "figures": ["curves.png"], "notes": ["..."]}
 
-Claims are measured, never asserted: ``holds`` is computed from the numbers by :meth:`Claim.compare` or given by
-the caller from its own measured test, never hard-coded.
+Claims are measured, never asserted: the verdict is computed from the per-seed numbers by :meth:`Claim.compare` /
+:meth:`Claim.threshold` (a statistical test, :mod:`icml25.stats`) or given by the caller from its own measured test,
+never hard-coded. A difference inside the noise is ``inconclusive`` (≈), not a win.
 """
 
 from __future__ import annotations
@@ -44,13 +48,27 @@ def _num(x: Any) -> float | None:
     return float(x)
 
 
+KINDS = ("paper", "property", "target")
+"""``paper``: a claim of the paper measured against a baseline (only these count as reproductions); ``property``: true
+by construction or by a test of the mathematics (invariances, exact counts, equivalences): it documents the method but
+reproduces nothing; ``target``: an engineering goal (speed, memory, time)."""
+
+MARKS = {"holds": "✅", "inconclusive": "≈", "fails": "❌"}
+
+
 @dataclass
 class Claim:
     """One measured claim: our method against one baseline on one metric.
 
-    ``ours``/``baseline`` are means over seeds; ``ours_sd``/``baseline_sd`` the spread; ``seeds`` how many.
-    ``baseline`` may be ``None`` for absolute claims (e.g. "≥ 800 decisions/s"); then ``holds`` must come from the
-    caller's own measured test.
+    ``ours``/``baseline`` are means over seeds; ``ours_values``/``baseline_values`` the per-seed numbers they come
+    from; ``ours_sd``/``baseline_sd`` the spread; ``seeds`` how many. ``verdict`` is one of ``holds``,
+    ``inconclusive``, ``fails`` (see :mod:`icml25.stats`); ``holds`` is ``verdict == "holds"``. ``test``,
+    ``p_value`` (of H0 "the claim is false") and ``ci`` (one-sided bounds of the signed difference) say how the
+    verdict was reached. ``kind`` is ``paper``, ``property`` or ``target`` (:data:`KINDS`).
+
+    ``baseline`` may be ``None`` for absolute claims (e.g. "≥ 800 decisions/s"); build those with
+    :meth:`threshold` (a measured test against a fixed number), or give ``holds``/``verdict`` from the caller's own
+    measured test.
     """
 
     claim: str
@@ -65,6 +83,24 @@ class Claim:
     baseline_sd: float | None = None
     seeds: int | None = None
     note: str = ""
+    kind: str = "paper"
+    verdict: str = ""
+    test: str = ""
+    p_value: float | None = None
+    ci: list[float] | None = None
+    margin: float = 0.0
+    ours_values: list[float] | None = None
+    baseline_values: list[float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.claim!r}: kind must be one of {KINDS}, got {self.kind!r}")
+        if not self.verdict:
+            self.verdict = "holds" if self.holds else "fails"
+            self.test = self.test or "measured"
+        if self.verdict not in MARKS:
+            raise ValueError(f"claim {self.claim!r}: verdict must be one of {tuple(MARKS)}, got {self.verdict!r}")
+        self.holds = self.verdict == "holds"
 
     @classmethod
     def compare(
@@ -76,28 +112,93 @@ class Claim:
         baseline: float | Sequence[float],
         baseline_name: str,
         paper: str,
+        kind: str = "paper",
         higher_is_better: bool = True,
         margin: float = 0.0,
+        paired: bool = False,
+        test: str = "welch",
+        deterministic: bool = False,
         note: str = "",
     ) -> Claim:
-        """Build a claim from per-seed values; ``holds`` iff ours beats the baseline by more than ``margin``.
+        """Build a claim from per-seed values; the verdict is :func:`icml25.stats.verdict` of "ours beats the
+        baseline by more than ``margin``".
 
         With ``margin < 0`` the claim is "not worse than the baseline by more than |margin|" (e.g. "comparable").
+        ``paired=True`` when both lists come from the same seeds in the same order; ``deterministic=True`` when the
+        numbers do not depend on the seed (exact counts, closed forms): then the means decide.
         """
-        o = [ours] if isinstance(ours, (int, float)) else list(ours)
-        b = [baseline] if isinstance(baseline, (int, float)) else list(baseline)
+        from icml25.stats import verdict
+
+        o = [float(ours)] if isinstance(ours, (int, float)) else [float(x) for x in ours]
+        b = [float(baseline)] if isinstance(baseline, (int, float)) else [float(x) for x in baseline]
+        v = verdict(o, b, higher_is_better=higher_is_better, margin=margin, paired=paired, test=test,
+                    deterministic=deterministic)
         om, osd = mean_sd(o)
         bm, bsd = mean_sd(b)
-        diff = om - bm if higher_is_better else bm - om
         return cls(
             claim=claim, metric=metric, ours=om, baseline=bm, baseline_name=baseline_name,
-            holds=bool(diff > margin), paper=paper, higher_is_better=higher_is_better,
+            holds=v.verdict == "holds", paper=paper, higher_is_better=higher_is_better,
             ours_sd=osd if len(o) > 1 else None, baseline_sd=bsd if len(b) > 1 else None,
-            seeds=max(len(o), len(b)), note=note,
+            seeds=max(len(o), len(b)), note=note, kind=kind, verdict=v.verdict, test=v.test,
+            p_value=v.p_value, ci=list(v.ci) if v.ci is not None else None, margin=float(margin),
+            ours_values=o, baseline_values=b,
+        )
+
+    @classmethod
+    def threshold(
+        cls,
+        *,
+        claim: str,
+        metric: str,
+        ours: float | Sequence[float],
+        threshold: float,
+        paper: str,
+        kind: str = "target",
+        higher_is_better: bool = True,
+        deterministic: bool = False,
+        note: str = "",
+    ) -> Claim:
+        """A claim "the measured values are beyond the fixed ``threshold``" (:func:`icml25.stats.threshold_verdict`);
+        ``baseline`` holds the threshold and ``baseline_name`` says so."""
+        from icml25.stats import threshold_verdict
+
+        o = [float(ours)] if isinstance(ours, (int, float)) else [float(x) for x in ours]
+        v = threshold_verdict(o, threshold, higher_is_better=higher_is_better, deterministic=deterministic)
+        om, osd = mean_sd(o)
+        return cls(
+            claim=claim, metric=metric, ours=om, baseline=float(threshold),
+            baseline_name=("threshold ≥ " if higher_is_better else "threshold ≤ ") + fmt(float(threshold)),
+            holds=v.verdict == "holds", paper=paper, higher_is_better=higher_is_better,
+            ours_sd=osd if len(o) > 1 else None, seeds=len(o), note=note, kind=kind, verdict=v.verdict,
+            test=v.test, p_value=v.p_value, ci=list(v.ci) if v.ci is not None else None, ours_values=o,
         )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def count_verdicts(claims: Sequence[dict[str, Any] | Claim], *, kind: str = "paper") -> dict[str, int]:
+    """How many claims of ``kind`` hold, are inconclusive and fail."""
+    out = {v: 0 for v in MARKS}
+    for c in claims:
+        d = c.to_dict() if isinstance(c, Claim) else c
+        if d.get("kind", "paper") == kind:
+            out[_verdict_of(d)] += 1
+    return out
+
+
+def verdict_summary(claims: Sequence[dict[str, Any] | Claim]) -> str:
+    """``paper claims: H hold, I inconclusive, F fail`` plus the counts of properties and targets."""
+    parts = []
+    for kind in KINDS:
+        n = count_verdicts(claims, kind=kind)
+        if kind == "paper" or sum(n.values()):
+            parts.append(f"{kind} claims: {n['holds']} hold, {n['inconclusive']} inconclusive, {n['fails']} fail")
+    return "; ".join(parts)
+
+
+def _verdict_of(c: dict[str, Any]) -> str:
+    return c.get("verdict") or ("holds" if c.get("holds") else "fails")
 
 
 @dataclass
@@ -148,7 +249,8 @@ class Report:
         lines = [f"# {self.method}: reproduction" + (" (quick)" if self.quick else "") + (" (smoke)" if self.smoke else "")]
         if self.title:
             lines += ["", f"*{self.title}*"]
-        lines += ["", claims_table([c.to_dict() for c in self.claims])]
+        claims = [c.to_dict() for c in self.claims]
+        lines += ["", verdict_summary(claims) + ".", "", claims_table(claims)]
         for name, tab in self.tables.items():
             lines += ["", f"## {name}", "", markdown_table(tab["columns"], tab["rows"])]
         if self.figures:
@@ -178,14 +280,25 @@ def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
     return "\n".join(out)
 
 
+def verdict_cell(c: dict[str, Any]) -> str:
+    """``✅`` / ``≈`` / ``❌`` with the p-value (or the test) that decided it."""
+    v = _verdict_of(c)
+    mark = MARKS[v]
+    if c.get("p_value") is not None:
+        return f"{mark} p={c['p_value']:.2g}"
+    test = c.get("test") or ""
+    return f"{mark} ({test})" if test and test not in ("measured",) else mark
+
+
 def claims_table(claims: Sequence[dict[str, Any]], *, method_column: str | None = None) -> str:
-    cols = (["method"] if method_column else []) + ["claim", "metric", "ours", "baseline", "holds", "paper"]
+    """One markdown row per claim: claim, kind, metric, ours ± sd, baseline ± sd (name), verdict, paper."""
+    cols = (["method"] if method_column else []) + ["claim", "kind", "metric", "ours", "baseline", "verdict", "paper"]
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for c in claims:
         row = ([fmt(c.get(method_column, ""))] if method_column else []) + [
-            fmt(c["claim"]), fmt(c["metric"]), fmt(c["ours"], c.get("ours_sd")),
+            fmt(c["claim"]), c.get("kind", "paper"), fmt(c["metric"]), fmt(c["ours"], c.get("ours_sd")),
             (fmt(c["baseline"], c.get("baseline_sd")) + (f" ({fmt(c['baseline_name'])})" if c.get("baseline_name") else "")),
-            "✅" if c["holds"] else "❌", fmt(c["paper"]),
+            verdict_cell(c), fmt(c["paper"]),
         ]
         out.append("| " + " | ".join(row) + " |")
     return "\n".join(out)
@@ -197,7 +310,9 @@ _REQUIRED = {
 }
 _OPTIONAL = {
     "higher_is_better": bool, "ours_sd": (int, float, type(None)), "baseline_sd": (int, float, type(None)),
-    "seeds": (int, type(None)), "note": str,
+    "seeds": (int, type(None)), "note": str, "kind": str, "verdict": str, "test": str,
+    "p_value": (int, float, type(None)), "ci": (list, type(None)), "margin": (int, float),
+    "ours_values": (list, type(None)), "baseline_values": (list, type(None)),
 }
 
 
@@ -226,6 +341,17 @@ def validate_results(data: Any) -> None:
         for key, typ in _OPTIONAL.items():
             if key in c and not isinstance(c[key], typ):
                 raise ResultsError(f"results.claims[{i}].{key} has type {type(c[key]).__name__}, expected {typ}")
+        if c.get("kind", "paper") not in KINDS:
+            raise ResultsError(f"results.claims[{i}].kind must be one of {KINDS}, got {c['kind']!r}")
+        if "verdict" in c:
+            if c["verdict"] not in MARKS:
+                raise ResultsError(f"results.claims[{i}].verdict must be one of {tuple(MARKS)}, got {c['verdict']!r}")
+            if c["holds"] != (c["verdict"] == "holds"):
+                raise ResultsError(f"results.claims[{i}].holds disagrees with its verdict {c['verdict']!r}")
+        for key in ("ours_values", "baseline_values", "ci"):
+            vals = c.get(key) or []
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in vals):
+                raise ResultsError(f"results.claims[{i}].{key} must be a list of finite numbers")
         unknown = set(c) - set(_REQUIRED) - set(_OPTIONAL)
         if unknown:
             raise ResultsError(f"results.claims[{i}] has unknown fields {sorted(unknown)}")

@@ -143,31 +143,38 @@ def latest_results(runs: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
     return {k: (v[1], v[2]) for k, v in sorted(best.items())}
 
 
-REPORT_START, REPORT_END = "<!-- icml25-report:start -->", "<!-- icml25-report:end -->"
-
-
 def _cmd_report(args: argparse.Namespace) -> int:
-    from icml25.claims import claims_table
+    from icml25.claims import claims_table, verdict_summary
     from icml25.io import atomic_write_text
+    from icml25.report import (FULL, current_block, load_results, package_block, package_results, replace_block,
+                               summary_block)
 
-    found = latest_results(Path(args.runs))
-    rows = []
-    for name, (_, data) in found.items():
-        for c in data["claims"]:
-            rows.append({"method": name + (" (quick)" if data.get("quick") else ""), **c})
-    table = claims_table(rows, method_column="method") if rows else "_no results yet: run `icml25 reproduce`_"
+    if args.package:
+        pkg = Path(args.package)
+        block = package_block(load_results(pkg / FULL))
+    elif args.packages:
+        found = package_results(Path(args.packages))
+        block = summary_block(found) if found else "_no committed full runs yet_"
+    else:
+        found = latest_results(Path(args.runs))
+        rows = [{**c, "method": name + (" (quick)" if data.get("quick") else "")}
+                for name, (_, data) in found.items() for c in data["claims"]]
+        block = (verdict_summary(rows) + ".\n\n" + claims_table(rows, method_column="method")) if rows else \
+            "_no results yet: run `icml25 reproduce`_"
     if args.update_readme:
         readme = Path(args.update_readme)
         text = readme.read_text()
-        if REPORT_START not in text or REPORT_END not in text:
-            print(f"icml25: error: {readme} has no {REPORT_START} … {REPORT_END} markers", file=sys.stderr)
-            return 2
-        head, rest = text.split(REPORT_START, 1)
-        _, tail = rest.split(REPORT_END, 1)
-        atomic_write_text(readme, head + REPORT_START + "\n" + table + "\n" + REPORT_END + tail)
+        if args.check:
+            if current_block(text, where=str(readme)) != block.strip("\n"):
+                print(f"icml25: {readme}: the generated block is out of date with the committed results; run "
+                      f"`icml25 report` with --update-readme", file=sys.stderr)
+                return 1
+            return 0
+        atomic_write_text(readme, replace_block(text, block, where=str(readme)))
     if args.output:
-        atomic_write_text(args.output, table + "\n")
-    print(table)
+        atomic_write_text(args.output, block + "\n")
+    if not args.update_readme:
+        print(block)
     return 0
 
 
@@ -207,8 +214,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--overwrite", action="store_true")
     s.set_defaults(func=_run_one)
 
-    s = sub.add_parser("report", help="latest results of every method as one markdown table")
-    s.add_argument("--runs", default="runs", help="folder to search for results.json (default runs/)")
+    s = sub.add_parser("report", help="README blocks generated from committed full runs (or the latest runs)")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--package", metavar="DIR", help="one package: its results/full/results.json")
+    g.add_argument("--packages", metavar="DIR", help="the summary of every DIR/<name>/results/full/results.json")
+    g.add_argument("--runs", default="runs", help="otherwise: the newest results.json of each method under this folder")
+    s.add_argument("--check", action="store_true", help="with --update-readme: exit 1 if the block is out of date")
     s.add_argument("--output", help="also write the table to this file")
     s.add_argument("--update-readme", metavar="README", help="replace the table between the report markers")
     s.set_defaults(func=_cmd_report)
@@ -226,9 +237,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except ValueError as exc:
+    except (ValueError, FileNotFoundError) as exc:
         print(f"icml25: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("icml25: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover
