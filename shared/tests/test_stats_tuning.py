@@ -162,3 +162,17 @@ def test_tune_alike_refuses_unequal_grids_and_tabulates():
     assert sel["dpo"].at_edge  # beta=1 is the top of its grid
     cols, rows = selections_table(sel)
     assert len(rows) == 2 and len(rows[0]) == len(cols)
+
+
+def test_thread_policy_passive_by_default_and_explicit_threads():
+    from icml25.device import thread_policy
+
+    env: dict[str, str] = {}
+    assert thread_policy(environ=env) == {"OMP_WAIT_POLICY": "PASSIVE"} and "OMP_NUM_THREADS" not in env
+    user = {"OMP_WAIT_POLICY": "ACTIVE", "ICML25_THREADS": "3"}
+    thread_policy(environ=user)
+    assert user["OMP_WAIT_POLICY"] == "ACTIVE" and user["OMP_NUM_THREADS"] == "3"
+    with pytest.raises(ValueError, match="ICML25_THREADS"):
+        thread_policy(environ={"ICML25_THREADS": "many"})
+    with pytest.raises(ValueError, match="positive"):
+        thread_policy(0, environ={})

@@ -234,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from icml25.device import thread_policy
+
+    thread_policy()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -29,6 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from icml25.device import thread_policy
+
+# Before any package imports torch: passive OpenMP waiting (and $ICML25_THREADS) for every package CLI.
+thread_policy()
+
 
 @dataclass(frozen=True)
 class CommonOptions:
@@ -44,6 +49,8 @@ class CommonOptions:
     """Device: auto picks cuda, then mps, then cpu."""
     quiet: bool = False
     """No progress bars or tables on stdout."""
+    threads: int | None = None
+    """torch/OpenMP threads (default: $ICML25_THREADS, else torch's default); waiting is passive either way."""
 
 
 @dataclass(frozen=True)
@@ -123,9 +130,14 @@ def method_main(
     for cls, fn in commands.values():
         if type(cfg) is cls:
             try:
+                if getattr(cfg, "threads", None) is not None:
+                    thread_policy(cfg.threads)
                 rc = fn(cfg)
             except (ValueError, FileNotFoundError) as exc:
                 print(f"{prog}: error: {exc}", file=sys.stderr)
                 return 2
+            except KeyboardInterrupt:
+                print(f"{prog}: interrupted", file=sys.stderr)
+                return 130
             return int(rc or 0)
     raise AssertionError("unreachable: tyro returned an unknown config type")  # pragma: no cover

@@ -42,3 +42,41 @@ def set_threads(n: int | None = None) -> int:
         return n
     torch.set_num_threads(n)
     return n
+
+
+THREADS_ENV = "ICML25_THREADS"
+"""Environment variable: torch/OpenMP threads for every icml25 entry point (overrides the default policy)."""
+
+
+def thread_policy(threads: int | None = None, *, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Set the thread policy before torch is imported; returns what it set.
+
+    OpenMP's default active spin-waiting thrashes when a 2-core machine is busy (one measured training step: 473 ms
+    with the defaults, 229 ms with ``OMP_WAIT_POLICY=PASSIVE``). Every icml25 entry point calls this first:
+
+    * ``OMP_WAIT_POLICY=PASSIVE`` unless the user set it;
+    * ``threads`` (or ``$ICML25_THREADS``) sets ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` and, if torch is already
+      imported, ``torch.set_num_threads``.
+
+    Variables the user set are never overridden, except by an explicit ``threads``.
+    """
+    env = os.environ if environ is None else environ
+    done: dict[str, str] = {}
+    if "OMP_WAIT_POLICY" not in env:
+        env["OMP_WAIT_POLICY"] = done["OMP_WAIT_POLICY"] = "PASSIVE"
+    if threads is None and env.get(THREADS_ENV):
+        raw = env[THREADS_ENV]
+        try:
+            threads = int(raw)
+        except ValueError:
+            raise ValueError(f"{THREADS_ENV} must be a positive integer, got {raw!r}") from None
+    if threads is not None:
+        if isinstance(threads, bool) or threads < 1:
+            raise ValueError(f"threads must be a positive integer, got {threads!r}")
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[var] = done[var] = str(threads)
+        import sys
+
+        if environ is None and "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(threads)
+    return done
