@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from icml25.device import thread_policy
+from icml25.errors import user_message
 
 # Before any package imports torch: passive OpenMP waiting (and $ICML25_THREADS) for every package CLI.
 thread_policy()
@@ -73,22 +74,27 @@ def open_run_dir(name: str, opts: CommonOptions, *, resume: bool = False):
 
 def run_reproduce(method: Any, *, quick: bool, smoke: bool, out: Path, seed: int, overwrite: bool = False,
                   quiet: bool = False, device: str = "auto") -> Any:
-    """Run ``method.reproduce`` into a fresh run directory and write config, env, results.json and results.md."""
+    """Run ``method.reproduce`` into a fresh run directory and write config, env, results.md and results.json.
+
+    The run is staged in a hidden sibling of ``out`` and moved into place when it finishes, so ``--overwrite``
+    replaces an old run whole and an interrupted run leaves the old one intact.
+    """
     from icml25.rundir import RunDir
 
-    rd = RunDir(out, overwrite=overwrite)
-    rd.write_config({"method": method.name, "quick": quick, "smoke": smoke, "seed": seed, "device": device})
-    t0 = time.perf_counter()
-    report = method.reproduce(quick=quick, smoke=smoke, out=rd.path, seed=seed)
-    report.seconds = round(time.perf_counter() - t0, 2)
-    report.quick, report.smoke = quick, smoke
-    if not report.title:
-        report.title = method.title
-    rd.write_env(device=device)
-    rd.write_results(report)
+    rd = RunDir(out, overwrite=overwrite, staged=True)
+    with rd:
+        rd.write_config({"method": method.name, "quick": quick, "smoke": smoke, "seed": seed, "device": device})
+        t0 = time.perf_counter()
+        report = method.reproduce(quick=quick, smoke=smoke, out=rd.path, seed=seed)
+        report.seconds = round(time.perf_counter() - t0, 2)
+        report.quick, report.smoke = quick, smoke
+        if not report.title:
+            report.title = method.title
+        rd.write_env(device=device)
+        rd.write_results(report)  # results.md, then results.json last
     if not quiet:
         print(report.to_markdown())
-        print(f"results written to {rd.path}")
+        print(f"results written to {rd.target}")
     return report
 
 
@@ -113,8 +119,9 @@ def method_main(
 ) -> int:
     """Parse ``argv`` into one of the command dataclasses with tyro and run its function.
 
-    User errors (``ValueError`` and subclasses, ``FileNotFoundError``) print ``error: ...`` and return 2 instead
-    of a traceback.
+    User errors (``ValueError`` and subclasses such as :class:`icml25.errors.UserInputError`, ``OSError`` from a
+    user's file, ``SafetensorError``, invalid JSON) print one ``<prog>: error: ...`` line and return 2 instead of a
+    traceback (:func:`icml25.errors.user_message`); Ctrl-C prints one line and returns 130.
     """
     import tyro
 
@@ -133,8 +140,17 @@ def method_main(
                 if getattr(cfg, "threads", None) is not None:
                     thread_policy(cfg.threads)
                 rc = fn(cfg)
-            except (ValueError, FileNotFoundError) as exc:
-                print(f"{prog}: error: {exc}", file=sys.stderr)
+            except (ValueError, OSError) as exc:  # incl. UserInputError, JSONDecodeError, h5py's OSError
+                msg = user_message(exc)
+                if msg is None:  # pragma: no cover - user_message covers both classes
+                    raise
+                print(f"{prog}: error: {msg}", file=sys.stderr)
+                return 2
+            except Exception as exc:
+                msg = user_message(exc)  # SafetensorError and friends; a genuine bug keeps its traceback
+                if msg is None:
+                    raise
+                print(f"{prog}: error: {msg}", file=sys.stderr)
                 return 2
             except KeyboardInterrupt:
                 print(f"{prog}: interrupted", file=sys.stderr)

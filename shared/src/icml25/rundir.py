@@ -20,12 +20,17 @@ import importlib.metadata as md
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from icml25.io import atomic_write_json, atomic_write_text, dumps
+from icml25.io import _fsync_dir, atomic_write_json, atomic_write_text, dumps
+
+
+def _fsync_parent(path: Path) -> None:
+    _fsync_dir(path.parent)
 
 
 class RunDirError(ValueError):
@@ -88,8 +93,11 @@ class RunDir:
         resume: allow an existing folder and keep what is in it (for resumable runs).
     """
 
-    def __init__(self, path: str | os.PathLike, *, overwrite: bool = False, resume: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike, *, overwrite: bool = False, resume: bool = False,
+                 staged: bool = False) -> None:
         self.path = Path(path)
+        self.target = self.path
+        self._staged = staged and not resume
         if self.path.exists():
             if not self.path.is_dir():
                 raise RunDirError(f"--out {str(self.path)!r} exists and is not a directory")
@@ -97,6 +105,12 @@ class RunDir:
                 raise RunDirError(
                     f"--out {str(self.path)!r} exists and is not empty; choose a new folder or pass --overwrite"
                 )
+        if self._staged:
+            # Write the whole run into a hidden sibling and move it into place in commit(): an interrupted run
+            # leaves the old one (or nothing) behind, never two runs mixed.
+            self.path = self.target.parent / f".{self.target.name}.partial-{os.getpid()}"
+            if self.path.exists():
+                shutil.rmtree(self.path)
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             probe = self.path / ".write-probe"
@@ -110,7 +124,36 @@ class RunDir:
                 metrics.unlink()
 
     def __repr__(self) -> str:
-        return f"RunDir({str(self.path)!r})"
+        return f"RunDir({str(self.target)!r})"
+
+    def commit(self) -> Path:
+        """Staged runs: move the finished run into ``target`` (replacing an old run there). Returns ``target``."""
+        if not self._staged or self.path == self.target:
+            return self.target
+        old = None
+        if self.target.exists():
+            old = self.target.parent / f".{self.target.name}.old-{os.getpid()}"
+            os.replace(self.target, old)
+        os.replace(self.path, self.target)
+        _fsync_parent(self.target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        self.path = self.target
+        return self.target
+
+    def abort(self) -> None:
+        """Staged runs: remove the unfinished run; the old one at ``target`` (if any) is untouched."""
+        if self._staged and self.path != self.target:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+    def __enter__(self) -> RunDir:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
 
     def file(self, name: str) -> Path:
         return self.path / name

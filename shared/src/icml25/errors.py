@@ -1,0 +1,78 @@
+"""User-facing errors: one base class, and the translation of library errors that a user's file can trigger.
+
+Every package's own errors derive from :class:`UserInputError` (a ``ValueError``), so ``method_main`` can turn them
+into ``<prog>: error: ...`` and exit status 2 instead of a traceback. Library errors raised while reading a file the
+user gave (an HDF5 file that is not one, a corrupt safetensors file, invalid JSON, a config without a key) are
+translated by :func:`user_message` into one line that names the file or the field.
+
+Readers for a user's files::
+
+    cfg = read_json(path, what="--config", required=("task", "gnn"))  # names the file and the missing key
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+class UserInputError(ValueError):
+    """Bad input from the user (an argument, a file, a config): reported as ``error: ...`` with exit status 2."""
+
+
+class ConfigKeyError(UserInputError):
+    """A JSON config a run folder or a user gave lacks a key the command needs."""
+
+
+def read_json(path: str | Path, *, what: str = "file", required: Iterable[str] = ()) -> Any:
+    """Read a JSON file the user gave; errors name ``what`` and the file (and the missing keys, if any)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserInputError(f"{what} {str(p)!r}: no such file") from None
+    except IsADirectoryError:
+        raise UserInputError(f"{what} {str(p)!r} is a directory, expected a JSON file") from None
+    except UnicodeDecodeError:
+        raise UserInputError(f"{what} {str(p)!r} is not a text (JSON) file") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserInputError(f"{what} {str(p)!r} is not valid JSON ({exc.msg} at line {exc.lineno}, "
+                             f"column {exc.colno})") from None
+    required = list(required)
+    if required:
+        if not isinstance(data, dict):
+            raise ConfigKeyError(f"{what} {str(p)!r} must hold a JSON object with keys {required}")
+        missing = [k for k in required if k not in data]
+        if missing:
+            raise ConfigKeyError(f"{what} {str(p)!r} lacks the key(s) {missing} (expected {required})")
+    return data
+
+
+def user_message(exc: BaseException) -> str | None:
+    """One line for a library error that bad user input causes, or ``None`` for a genuine bug (keep the traceback).
+
+    Translated: :class:`ValueError` (incl. :class:`UserInputError`), ``FileNotFoundError`` and other ``OSError``
+    s from opening a file (h5py raises ``OSError`` for a non-HDF5 file), ``json.JSONDecodeError``, safetensors'
+    ``SafetensorError`` and numpy's pickle refusal.
+    """
+    name = type(exc).__name__
+    if name == "SafetensorError":
+        return f"not a valid safetensors file ({exc})"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+    if isinstance(exc, ValueError):
+        msg = str(exc)
+        if "allow_pickle" in msg:
+            return "the file is not a numeric .npy/.npz array file (object arrays need pickle, which is refused)"
+        return msg
+    if isinstance(exc, OSError):
+        fname = getattr(exc, "filename", None)
+        reason = exc.strerror or str(exc)
+        if isinstance(exc, FileNotFoundError) and fname:
+            return f"{fname!s}: no such file or directory"
+        return f"{fname}: {reason}" if fname else reason
+    return None

@@ -1,0 +1,132 @@
+"""Bad input ends in one `error:` line (exit 2), Ctrl-C in exit 130, and staged runs never mix two runs."""
+
+import json
+import os
+import stat
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pytest
+from icml25.claims import Claim, Report
+from icml25.cli_helpers import ReproduceOptions, method_main, run_reproduce
+from icml25.errors import ConfigKeyError, UserInputError, read_json, user_message
+from icml25.io import atomic_write_text
+from icml25.rundir import RunDir
+
+
+def _method(reproduce):
+    return SimpleNamespace(name="demo", title="Demo", venue="ICML 2025", url="u", cli="demo", reproduce=reproduce)
+
+
+def _ok(*, quick, smoke, out, seed):
+    (out / "fig.png").write_bytes(b"png")
+    r = Report(method="demo", seeds=[seed])
+    r.add(Claim.compare(claim="c", metric="m", ours=[1.0, 1.1, 1.2], baseline=[0.0, 0.1, 0.2], baseline_name="b",
+                        paper="p"))
+    return r
+
+
+def test_read_json_names_file_and_missing_key(tmp_path):
+    bad = tmp_path / "model_config.json"
+    bad.write_text("not json")
+    with pytest.raises(UserInputError, match="model_config.json.*not valid JSON"):
+        read_json(bad, what="run config")
+    bad.write_text(json.dumps({"task": "x"}))
+    with pytest.raises(ConfigKeyError, match=r"lacks the key\(s\) \['gnn'\]"):
+        read_json(bad, what="run config", required=("task", "gnn"))
+    assert read_json(bad, required=("task",)) == {"task": "x"}
+    with pytest.raises(UserInputError, match="no such file"):
+        read_json(tmp_path / "missing.json")
+
+
+def test_user_message_translates_library_errors_and_keeps_bugs():
+    safetensors = pytest.importorskip("safetensors.numpy")
+    try:
+        safetensors.load(b"garbage")
+    except Exception as exc:  # SafetensorError
+        assert "safetensors" in user_message(exc)
+    assert "h.h5ad" in user_message(OSError(5, "Unable to open file", "h.h5ad"))
+    assert user_message(KeyError("x")) is None and user_message(RuntimeError("bug")) is None
+
+
+@pytest.mark.parametrize("exc, code, text", [
+    (UserInputError("--hidden must be >= 1, got 0"), 2, "demo: error: --hidden must be >= 1, got 0"),
+    (OSError(5, "Unable to open file (file signature not found)", "x.h5ad"), 2, "demo: error: x.h5ad: Unable"),
+    (KeyboardInterrupt(), 130, "demo: interrupted"),
+])
+def test_method_main_exit_codes(exc, code, text, capsys):
+    @dataclass(frozen=True)
+    class Cmd:
+        n: int = 0
+
+    def boom(cfg):
+        raise exc
+
+    rc = method_main(_method(None), {"run": (Cmd, boom)}, argv=["run"])
+    err = capsys.readouterr().err
+    assert rc == code and text in err and "Traceback" not in err
+
+
+def test_method_main_keeps_traceback_for_bugs():
+    @dataclass(frozen=True)
+    class Cmd:
+        n: int = 0
+
+    def bug(cfg):
+        raise RuntimeError("a genuine bug")
+
+    with pytest.raises(RuntimeError):
+        method_main(_method(None), {"run": (Cmd, bug)}, argv=["run"])
+
+
+def test_staged_run_appears_whole_and_overwrite_replaces_it(tmp_path):
+    out = tmp_path / "run"
+    run_reproduce(_method(_ok), quick=True, smoke=False, out=out, seed=0, quiet=True)
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "env.json", "fig.png", "results.json", "results.md"]
+    (out / "stale-from-old-run.txt").write_text("old")
+    run_reproduce(_method(_ok), quick=True, smoke=False, out=out, seed=1, overwrite=True, quiet=True)
+    assert not (out / "stale-from-old-run.txt").exists()  # replaced whole, not mixed
+    assert json.loads((out / "results.json").read_text())["seeds"] == [1]
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]  # no hidden partial or old folders left
+
+
+def test_interrupted_overwrite_leaves_old_run_intact(tmp_path):
+    out = tmp_path / "run"
+    run_reproduce(_method(_ok), quick=True, smoke=False, out=out, seed=0, quiet=True)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def interrupted(*, quick, smoke, out, seed):
+        (out / "half.txt").write_text("half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_reproduce(_method(interrupted), quick=True, smoke=False, out=out, seed=5, overwrite=True, quiet=True)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+def test_bad_out_refused_before_anything_runs(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    called = []
+    with pytest.raises(ValueError, match="not a directory"):
+        run_reproduce(_method(lambda **k: called.append(1)), quick=True, smoke=False, out=f, seed=0, quiet=True)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "a").write_text("x")
+    with pytest.raises(ValueError, match="not empty"):
+        RunDir(tmp_path / "full", staged=True)
+    assert not called
+
+
+def test_atomic_files_get_the_users_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        p = atomic_write_text(tmp_path / "a.txt", "x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(p.stat().st_mode) == 0o644
+    assert not [q for q in tmp_path.iterdir() if q.name.startswith(".")]
+
+
+def test_reproduce_options_have_threads():
+    assert ReproduceOptions().threads is None
