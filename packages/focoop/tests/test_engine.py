@@ -79,3 +79,45 @@ def test_too_many_ood_prompts_and_overlapping_words(syn_setup):
     words = select_negative_words(enc, ["circle", "square"], nouns=["table", "river", "cloud"],
                                   adjectives=["shiny"], k=2)
     assert len(words) == 2 and len(set(words)) == 2
+
+
+def test_neg_columns_change_the_ood_scores_not_the_accuracy(syn_setup):
+    from focoop.engine import evaluate_result
+    from focoop.scores import ood_score
+
+    cfg = _cfg(method="promptfolio", rounds=1)
+    r = run_inprocess(syn_setup, cfg)
+    again = evaluate_result(syn_setup, cfg, r)
+    assert again.per_client == r.per_client  # re-evaluation reproduces the run's own numbers
+    neg = evaluate_result(syn_setup, cfg.with_(neg_columns=True), r)
+    for a, b in zip(r.per_client, neg.per_client):
+        assert a["acc"] == b["acc"] and a["cacc"] == b["cacc"]  # argmax over the ID columns either way
+    assert [a["fpr95"] for a in r.per_client] != [b["fpr95"] for b in neg.per_client]
+    # zero-shot + NegLabel columns: MSP over the ID columns of the softmax over [ID | negative-word] columns
+    zs = _cfg(method="zeroshot", neg_columns=True)
+    out = run_inprocess(syn_setup, zs).per_client[0]
+    cols = torch.cat([syn_setup.zeroshot_text, syn_setup.neg_text[:zs.n_ood]])
+    s_id = ood_score(syn_setup.logit_scale * syn_setup.clients[0].test_x @ cols.T, n_id=syn_setup.n_classes)
+    s_ood = ood_score(syn_setup.logit_scale * syn_setup.ood_x @ cols.T, n_id=syn_setup.n_classes)
+    from focoop.metrics import fpr_at_95_tpr
+
+    assert out["fpr95"] == pytest.approx(fpr_at_95_tpr(s_id.numpy(), s_ood.numpy()))
+    with pytest.raises(FOCoOpConfigError, match="neg_columns"):
+        _cfg(neg_columns=True).validate()  # FOCoOp has learned OOD prompts
+
+
+def test_validation_accuracy_never_reads_the_test_split(syn_setup):
+    import copy
+
+    from focoop.engine import validation_accuracy
+
+    cfg = _cfg(method="promptfl", rounds=1)
+    r = run_inprocess(syn_setup, cfg)
+    v = validation_accuracy(syn_setup, cfg, r)
+    assert 0.0 <= v <= 1.0
+    scrambled = copy.copy(syn_setup)
+    scrambled.clients = [copy.copy(c) for c in syn_setup.clients]
+    for c in scrambled.clients:
+        c.test_x, c.test_c_x = torch.randn_like(c.test_x), torch.randn_like(c.test_c_x)
+    scrambled.ood_x = torch.randn_like(syn_setup.ood_x)
+    assert validation_accuracy(scrambled, cfg, r) == v

@@ -59,3 +59,30 @@ def test_bad_inputs():
         split_by_proportions(np.zeros(3, dtype=int), dirichlet_proportions(5, 1, alpha=1.0, seed=0), seed=0)
     with pytest.raises(FOCoOpConfigError, match="num_shot"):
         few_shot(np.arange(3), np.zeros(3, dtype=int), num_shot=0, seed=0)
+
+
+def test_validation_split_is_disjoint_from_shots_and_from_the_test_pool():
+    from focoop.partition import dirichlet_split
+
+    ytr, yte = _labels(10, 60), _labels(10, 30)
+    sp = dirichlet_split(ytr, yte, n_clients=5, n_classes=10, alpha=0.3, num_shot=4, seed=2)
+    shots, tests, p = dirichlet_few_shot(ytr, yte, n_clients=5, n_classes=10, alpha=0.3, num_shot=4, seed=2)
+    assert all((a == b).all() for a, b in zip(sp.shots, shots)) and all((a == b).all() for a, b in zip(sp.test, tests))
+    share = split_by_proportions(ytr, p, seed=3).indices  # the clients' shares of the training pool
+    assert sum(v.size for v in sp.val) > 0
+    for j, (s, v) in enumerate(zip(sp.shots, sp.val)):
+        assert np.intersect1d(s, v).size == 0  # never validate on a training shot
+        assert np.setdiff1d(v, share[j]).size == 0  # the client's own label distribution, training pool only
+        assert np.union1d(v, s).size == np.union1d(share[j], s).size  # everything else of its share
+    allval = np.concatenate(sp.val)
+    assert np.unique(allval).size == allval.size  # clients' validation sets are disjoint too
+
+
+def test_setup_validation_features_come_from_the_training_pool(syn_setup):
+    import torch
+
+    for c in syn_setup.clients:
+        assert c.val_y.numel() > 0 and c.val_x.shape[1] == c.train_x.shape[1]
+        # a validation feature is never a training-shot feature or a test feature (different images)
+        assert torch.cdist(c.val_x, c.train_x).min() > 1e-6
+        assert torch.cdist(c.val_x, c.test_x).min() > 1e-6

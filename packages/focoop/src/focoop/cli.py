@@ -71,6 +71,9 @@ class RunOptions(DataOptions):
     """How the server picks new OOD prompts (per_slot keeps context-word pairs)."""
     score: Literal["msp", "energy", "neglabel"] = "msp"
     """OOD score."""
+    neg_columns: bool = False
+    """Score a method without learned OOD prompts (baselines, zero-shot) with the negative words' zero-shot text
+    features as extra columns (NegLabel-style), like FOCoOp's OOD-prompt columns."""
     official_metrics: bool = False
     """Use the official code's FPR95 (FNR at 5 % FPR) and all-column scores."""
 
@@ -112,7 +115,7 @@ def _fed_config(opts: RunOptions):
                      n_ood=opts.n_ood, frac=opts.frac, tau=opts.tau, adv_step=opts.adv_step,
                      gamma_floor=opts.gamma_floor, uot=opts.uot, reg_m=opts.reg_m, ema=opts.ema,
                      normalize_plan=opts.normalize_plan, ood_selection=opts.ood_selection, score=opts.score,
-                     official_metrics=opts.official_metrics).validate()
+                     neg_columns=opts.neg_columns, official_metrics=opts.official_metrics).validate()
 
 
 def run(opts: RunOptions) -> int:

@@ -110,8 +110,15 @@ def _accuracy(logits: torch.Tensor, y: torch.Tensor, n_id: int, columns: str, pe
 
 @torch.no_grad()
 def client_evaluate(setup: FederationSetup, cfg: FedConfig, *, cid: int, global_state: dict[str, torch.Tensor] | None,
-                    local_state: dict[str, torch.Tensor] | None) -> dict[str, float]:
-    """ACC, CACC, FPR95 and AUROC (all / far / near OOD) of client ``cid`` with its own (mixed) prompts."""
+                    local_state: dict[str, torch.Tensor] | None, split: str = "test") -> dict[str, float]:
+    """ACC, CACC, FPR95 and AUROC (all / far / near OOD) of client ``cid`` with its own (mixed) prompts.
+
+    ``split="val"`` returns only the client's validation accuracy (``n_val``, ``acc``): the score hyper-parameters
+    are chosen on; it touches neither the test split nor the OOD sets. With ``cfg.neg_columns`` the zero-shot text
+    features of the first ``cfg.n_ood`` negative words are appended as extra columns (ACC and CACC still take the
+    argmax over the C ID columns, so only the OOD scores change)."""
+    if split not in ("test", "val"):
+        raise ValueError(f"split must be 'test' or 'val', got {split!r}")
     data = setup.clients[cid]
     c = setup.n_classes
     if not cfg.spec.trains or global_state is None:
@@ -124,11 +131,20 @@ def client_evaluate(setup: FederationSetup, cfg: FedConfig, *, cid: int, global_
             params["ctx_local"] = global_state["ctx_global"]
         t_id, t_ood = text_features(setup, cfg, params)
         cols = t_id if t_ood is None else torch.cat([t_id, t_ood], dim=0)
+    if cfg.neg_columns:
+        if setup.neg_text is None or setup.neg_text.shape[0] < cfg.n_ood:
+            have = 0 if setup.neg_text is None else setup.neg_text.shape[0]
+            raise ValueError(f"neg_columns needs {cfg.n_ood} negative words, the setup has {have}")
+        cols = torch.cat([cols, setup.neg_text[:cfg.n_ood]], dim=0)
     s = setup.logit_scale
 
     def logits(x):
         return s * x @ cols.T
 
+    if split == "val":
+        return {"n_val": float(data.val_y.numel()),
+                "acc": _accuracy(logits(data.val_x), data.val_y, c, "id", False) if data.val_y.numel()
+                else float("nan")}
     out = {"n_test": float(data.test_y.numel())}
     out["acc"] = _accuracy(logits(data.test_x), data.test_y, c, "id", cfg.per_batch_accuracy)
     out["cacc"] = _accuracy(logits(data.test_c_x), data.test_c_y, c, cfg.cacc_columns, cfg.per_batch_accuracy)

@@ -13,6 +13,11 @@ focoop_no_dro      per-class yes       context      yes          no     yes
 focoop_no_ot       per-class yes       context      yes          yes    no
 =================  ========  ========  ===========  ===========  =====  ====
 
+Scoring: ``score`` (msp / energy / neglabel, :mod:`focoop.scores`) is computed over the C ID columns and, for FOCoOp,
+its K learned OOD-prompt columns. ``neg_columns=True`` gives a method without learned OOD prompts (the baselines,
+zero-shot CLIP) the same K negative words as fixed hand-crafted columns ("a photo of a {word}." / "this is a {word}
+photo."), i.e. zero-shot NegLabel-style columns, so that every method can be scored with negative labels.
+
 ``frac`` is always the weight of the *global* part: FOCoOp mixes contexts ctx = (1 − frac)·ctx_local + frac·ctx_global
 (official frac = 0.2); PromptFolio mixes normalised text features t = frac·t_global + (1 − frac)·t_local (official
 80 % global, i.e. frac = 0.8).
@@ -92,6 +97,7 @@ class FedConfig:
     ood_selection: str = "per_slot"
     # evaluation
     score: str = "msp"
+    neg_columns: bool = False  # score with the K negative words' zero-shot text features appended (NegLabel-style)
     official_metrics: bool = False
     cacc_columns: str = "id"
     per_batch_accuracy: bool = False
@@ -160,6 +166,10 @@ class FedConfig:
                                                                            ("id", "all"))):
             if value not in allowed:
                 raise FOCoOpConfigError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
+        if self.neg_columns and (self.spec.ood_prompts or self.n_ood < 1):
+            raise FOCoOpConfigError("neg_columns (zero-shot NegLabel columns at evaluation) is for methods without "
+                                    f"learned OOD prompts and needs n_ood >= 1; got method={self.method!r}, "
+                                    f"n_ood={self.n_ood}")
         if self.spec.dro and self.gamma_floor * self.tau <= 0:
             raise FOCoOpConfigError("gamma_floor must be > 0 with DRO (tau*gamma = 0 divides by zero); "
                                     f"got gamma_floor={self.gamma_floor}")

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from focoop.neglabel import select_negative_words
-from focoop.partition import dirichlet_few_shot
+from focoop.partition import dirichlet_split
 from focoop.setup import FederationSetup, build_setup
 
 DEFAULT_NOUNS = ("dog", "cat", "car", "tree", "house", "bird", "flower", "person", "boat", "chair", "cloud", "fish",
@@ -105,19 +105,25 @@ def negative_words(bundle, classnames, *, k: int, nouns=DEFAULT_NOUNS, adjective
 def make_federation(bundle, bench: Benchmark, *, n_clients: int, alpha: float, num_shot: int, seed: int,
                     n_ctx: int = 4, n_ood: int = 10, shuffle_within_class: bool = True,
                     official_shots: bool = False) -> FederationSetup:
-    """Dirichlet few-shot federation over the precomputed benchmark features."""
-    shots, tests, props = dirichlet_few_shot(bench.train_y, bench.test_y, n_clients=n_clients,
-                                             n_classes=len(bench.classnames), alpha=alpha, num_shot=num_shot,
-                                             seed=seed, shuffle_within_class=shuffle_within_class,
-                                             official_shots=official_shots)
+    """Dirichlet few-shot federation over the precomputed benchmark features.
+
+    Each client gets its few-shot training features, a validation split (the rest of its share of the training
+    pool, :func:`focoop.partition.dirichlet_split`) and its test split (test pool). The negative words' zero-shot
+    texts (for the NegLabel columns of the baselines) use the templates the words were selected with."""
+    sp = dirichlet_split(bench.train_y, bench.test_y, n_clients=n_clients, n_classes=len(bench.classnames),
+                         alpha=alpha, num_shot=num_shot, seed=seed, shuffle_within_class=shuffle_within_class,
+                         official_shots=official_shots)
+    shots, tests, props = sp.shots, sp.test, sp.proportions
     n_test = len(bench.test_y)
     n_copies = bench.test_c_x.shape[0] // n_test
     tests_c = [np.concatenate([t + i * n_test for i in range(n_copies)]) for t in tests]
     test_c_y = np.tile(bench.test_y, n_copies)
     words = negative_words(bundle, bench.classnames, k=n_ood) if n_ood else []
+    neg_prompts = [(ADJ_TEMPLATE if w in DEFAULT_ADJECTIVES else NOUN_TEMPLATE).format(w) for w in words]
     return build_setup(clip_model=bundle.model, tokenize=bundle.tokenize, classnames=bench.classnames,
                        neg_words=words, n_ctx=n_ctx, train_x=bench.train_x, train_y=bench.train_y,
                        test_x=bench.test_x, test_y=bench.test_y, test_c_x=bench.test_c_x, test_c_y=test_c_y,
                        ood_x=bench.ood_x, ood_kind=bench.ood_kind, client_train=shots, client_test=tests,
-                       client_test_c=tests_c, zeroshot_template="a photo of a {}.",
+                       client_test_c=tests_c, zeroshot_template="a photo of a {}.", client_val=sp.val,
+                       neg_prompts=neg_prompts,
                        meta={"alpha": alpha, "seed": seed, "proportions": props.tolist(), "neg_words": words})

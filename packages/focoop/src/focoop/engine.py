@@ -35,6 +35,7 @@ class FedResult:
     seconds: float = 0.0
     seconds_per_round: float = 0.0
     engine: str = "inprocess"
+    local_states: list = field(default_factory=list)  # each client's private state (to re-evaluate the run)
 
     def summary(self) -> dict[str, float]:
         """Mean over clients with a test split, and the across-client std (``<metric>_std``), per metric."""
@@ -48,9 +49,31 @@ class FedResult:
         return out
 
 
-def evaluate_all(setup: FederationSetup, cfg: FedConfig, global_state, local_states) -> list[dict[str, float]]:
-    return [client_evaluate(setup, cfg, cid=j, global_state=global_state, local_state=local_states[j])
+def evaluate_all(setup: FederationSetup, cfg: FedConfig, global_state, local_states, *,
+                 split: str = "test") -> list[dict[str, float]]:
+    """:func:`focoop.client.client_evaluate` of every client (``split`` = "test" or "val")."""
+    return [client_evaluate(setup, cfg, cid=j, global_state=global_state, local_state=local_states[j], split=split)
             for j in range(len(setup.clients))]
+
+
+def evaluate_result(setup: FederationSetup, cfg: FedConfig, res: FedResult, *, split: str = "test") -> FedResult:
+    """Re-evaluate a finished run with another evaluation config (e.g. ``score``, ``neg_columns``) or on the
+    validation split; training is not repeated. Returns a copy of ``res`` with the new per-client metrics."""
+    cfg.validate()
+    locs = res.local_states or [None] * len(setup.clients)
+    per = evaluate_all(setup, cfg, res.global_state or None, locs, split=split)
+    return FedResult(method=res.method, per_client=per, global_state=res.global_state, history=res.history,
+                     seconds=res.seconds, seconds_per_round=res.seconds_per_round, engine=res.engine,
+                     local_states=res.local_states)
+
+
+def validation_accuracy(setup: FederationSetup, cfg: FedConfig, res: FedResult) -> float:
+    """Mean over clients (with a validation split) of the validation accuracy of a finished run."""
+    per = evaluate_result(setup, cfg, res, split="val").per_client
+    vals = [r["acc"] for r in per if r["n_val"] > 0]
+    if not vals:
+        raise ValueError("no client has a validation split; build the setup with client_val")
+    return float(np.mean(vals))
 
 
 def run_inprocess(setup: FederationSetup, cfg: FedConfig, *, progress: bool = False) -> FedResult:
@@ -89,4 +112,4 @@ def run_inprocess(setup: FederationSetup, cfg: FedConfig, *, progress: bool = Fa
     t_train = time.perf_counter() - t0
     per_client = evaluate_all(setup, cfg, state, local)
     return FedResult(method=cfg.method, per_client=per_client, global_state=state, history=history,
-                     seconds=time.perf_counter() - t0, seconds_per_round=t_train / cfg.rounds)
+                     seconds=time.perf_counter() - t0, seconds_per_round=t_train / cfg.rounds, local_states=local)

@@ -8,6 +8,11 @@ class for training. The test split reuses the same P.
 Fixes (official behaviour behind flags): (1) a seeded shuffle within each class before slicing
 (``shuffle_within_class``; the official contiguous slice ties sample order to client index); (2) few-shot sampling is
 without replacement whenever at least ``num_shot`` samples exist (``official_shots=True``: only when strictly more).
+
+Validation split (not in the official code, which has none): client j's validation set is the rest of its Dirichlet
+share of the **training** pool after its few-shot draw (:func:`dirichlet_split`), so it follows the client's label
+distribution, never overlaps its training shots, and comes from a different pool of images than the test split.
+Hyper-parameters are chosen on it (``focoop reproduce``), never on the test split.
 """
 
 from __future__ import annotations
@@ -73,13 +78,35 @@ def few_shot(indices: np.ndarray, labels, *, num_shot: int, seed: int, official_
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
-def dirichlet_few_shot(train_labels, test_labels, *, n_clients: int, n_classes: int, alpha: float, num_shot: int,
-                       seed: int, shuffle_within_class: bool = True,
-                       official_shots: bool = False) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
-    """Per-client few-shot train indices and test indices sharing one Dirichlet matrix P; returns (train, test, P)."""
+@dataclass
+class FewShotSplit:
+    """Per-client index arrays: ``shots`` (train pool), ``val`` (train pool, disjoint from the shots), ``test``
+    (test pool); ``proportions`` (n_clients, C) is the Dirichlet matrix shared by all three."""
+
+    shots: list[np.ndarray]
+    val: list[np.ndarray]
+    test: list[np.ndarray]
+    proportions: np.ndarray
+
+
+def dirichlet_split(train_labels, test_labels, *, n_clients: int, n_classes: int, alpha: float, num_shot: int,
+                    seed: int, shuffle_within_class: bool = True, official_shots: bool = False) -> FewShotSplit:
+    """Few-shot train, validation and test indices of every client from one Dirichlet matrix P (see the module
+    docstring); the shots and the test split are exactly those of :func:`dirichlet_few_shot`."""
     props = dirichlet_proportions(n_clients, n_classes, alpha=alpha, seed=seed)
     train = split_by_proportions(train_labels, props, seed=seed + 1, shuffle_within_class=shuffle_within_class)
     test = split_by_proportions(test_labels, props, seed=seed + 2, shuffle_within_class=shuffle_within_class)
     shots = [few_shot(idx, train_labels, num_shot=num_shot, seed=seed + 100 + j, official_shots=official_shots)
              for j, idx in enumerate(train.indices)]
-    return shots, test.indices, props
+    val = [np.setdiff1d(idx, s).astype(np.int64) for idx, s in zip(train.indices, shots)]
+    return FewShotSplit(shots=shots, val=val, test=test.indices, proportions=props)
+
+
+def dirichlet_few_shot(train_labels, test_labels, *, n_clients: int, n_classes: int, alpha: float, num_shot: int,
+                       seed: int, shuffle_within_class: bool = True,
+                       official_shots: bool = False) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """Per-client few-shot train indices and test indices sharing one Dirichlet matrix P; returns (train, test, P)."""
+    sp = dirichlet_split(train_labels, test_labels, n_clients=n_clients, n_classes=n_classes, alpha=alpha,
+                         num_shot=num_shot, seed=seed, shuffle_within_class=shuffle_within_class,
+                         official_shots=official_shots)
+    return sp.shots, sp.test, sp.proportions

@@ -3,7 +3,10 @@
 Both CLIP encoders are frozen and prompts only touch the text side, so image features are encoded **once**. A
 :class:`FederationSetup` holds, per client j, few-shot training features (n_j, e) with labels, its Dirichlet test
 split (features and labels), the corrupted copy of that split (covariate shift), and one shared OOD set (features
-plus a 0/1 kind flag: 0 = far-OOD textures, 1 = near-OOD held-out shapes). It is saved with ``torch.save`` so
+plus a 0/1 kind flag: 0 = far-OOD textures, 1 = near-OOD held-out shapes), a validation split per client (drawn
+from the training pool, disjoint from its shots; used to choose hyper-parameters) and the hand-crafted zero-shot text
+features of the negative words (``neg_text``, (K, e); the NegLabel columns a baseline without learned OOD prompts can
+be scored with). It is saved with ``torch.save`` so
 Flower's ClientApps (possibly in other processes) load exactly the same data.
 """
 
@@ -23,7 +26,8 @@ from focoop.text import FrozenTextTower, PromptBank
 
 @dataclass
 class ClientData:
-    """One client's features (all L2-normalised, float32). Shapes: train (n, e), test (m, e), test_c (m', e)."""
+    """One client's features (all L2-normalised, float32). Shapes: train (n, e), test (m, e), test_c (m', e),
+    val (v, e) (empty when the setup has no validation split)."""
 
     train_x: torch.Tensor
     train_y: torch.Tensor
@@ -31,6 +35,8 @@ class ClientData:
     test_y: torch.Tensor
     test_c_x: torch.Tensor
     test_c_y: torch.Tensor
+    val_x: torch.Tensor = field(default_factory=lambda: torch.zeros(0, 0))
+    val_y: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
 
 
 @dataclass
@@ -50,6 +56,7 @@ class FederationSetup:
     width: int
     n_ctx: int
     meta: dict = field(default_factory=dict)
+    neg_text: torch.Tensor | None = None  # (K_all, e) normalised zero-shot features of the negative words
 
     @property
     def n_classes(self) -> int:
@@ -88,11 +95,14 @@ def build_setup(*, clip_model, tokenize: Callable, classnames: Sequence[str], ne
                 train_x: np.ndarray | torch.Tensor, train_y, test_x, test_y, test_c_x, test_c_y,
                 ood_x, ood_kind, client_train: Sequence[np.ndarray], client_test: Sequence[np.ndarray],
                 client_test_c: Sequence[np.ndarray] | None = None, zeroshot_template: str = "a photo of a {}.",
+                client_val: Sequence[np.ndarray] | None = None, neg_prompts: Sequence[str] | None = None,
                 meta: dict | None = None) -> FederationSetup:
     """Assemble a setup from a CLIP model (open_clip layout), its tokenizer and precomputed image features.
 
     ``client_train``/``client_test`` index into train_x/test_x; ``client_test_c`` into test_c_x (defaults to the
-    test indices, i.e. the corrupted copy is aligned with the clean test set).
+    test indices, i.e. the corrupted copy is aligned with the clean test set); ``client_val`` into train_x (must not
+    overlap the client's ``client_train``). ``neg_prompts`` are the hand-crafted texts of the negative words for the
+    NegLabel columns (default ``zeroshot_template`` filled with each word).
     """
     classnames = list(classnames)
     neg_words = list(neg_words)
@@ -105,9 +115,18 @@ def build_setup(*, clip_model, tokenize: Callable, classnames: Sequence[str], ne
     if neg_words:
         ood_bank = PromptBank(texts=[f"{w}." for w in neg_words], tokenize=tokenize,
                               token_embedding=clip_model.token_embedding, n_ctx=n_ctx, context_length=ctx_len)
+    if neg_prompts is None:
+        neg_prompts = [zeroshot_template.format(w) for w in neg_words]
+    if len(neg_prompts) != len(neg_words):
+        raise FOCoOpConfigError(f"neg_prompts must have one text per negative word ({len(neg_words)}), "
+                                f"got {len(neg_prompts)}")
     with torch.no_grad():
         zs = clip_model.encode_text(torch.as_tensor(tokenize([zeroshot_template.format(c) for c in classnames])))
         zs = F.normalize(zs.float(), dim=-1)
+        neg_text = None
+        if neg_words:
+            neg_text = F.normalize(clip_model.encode_text(torch.as_tensor(tokenize(list(neg_prompts)))).float(),
+                                   dim=-1)
         scale = float(clip_model.logit_scale.exp())
 
     def t(a) -> torch.Tensor:
@@ -119,11 +138,16 @@ def build_setup(*, clip_model, tokenize: Callable, classnames: Sequence[str], ne
     trx, tr_y, tex, te_y, tcx, tc_y = t(train_x), lab(train_y), t(test_x), lab(test_y), t(test_c_x), lab(test_c_y)
     if client_test_c is None:
         client_test_c = client_test
+    if client_val is None:
+        client_val = [np.zeros(0, dtype=np.int64)] * len(client_train)
     clients = []
-    for tr, te, tc in zip(client_train, client_test, client_test_c, strict=True):
-        tr, te, tc = (torch.as_tensor(np.asarray(i, dtype=np.int64)) for i in (tr, te, tc))
+    for j, (tr, te, tc, va) in enumerate(zip(client_train, client_test, client_test_c, client_val, strict=True)):
+        if np.intersect1d(np.asarray(tr), np.asarray(va)).size:
+            raise FOCoOpConfigError(f"client {j}: the validation split overlaps its training shots")
+        tr, te, tc, va = (torch.as_tensor(np.asarray(i, dtype=np.int64)) for i in (tr, te, tc, va))
         clients.append(ClientData(train_x=trx[tr], train_y=tr_y[tr], test_x=tex[te], test_y=te_y[te],
-                                  test_c_x=tcx[tc], test_c_y=tc_y[tc]))
+                                  test_c_x=tcx[tc], test_c_y=tc_y[tc], val_x=trx[va], val_y=tr_y[va]))
     return FederationSetup(tower=tower, id_bank=id_bank, ood_bank=ood_bank, logit_scale=scale,
                            classnames=classnames, neg_words=neg_words, zeroshot_text=zs, clients=clients,
-                           ood_x=t(ood_x), ood_kind=lab(ood_kind), width=tower.width, n_ctx=n_ctx, meta=meta or {})
+                           ood_x=t(ood_x), ood_kind=lab(ood_kind), width=tower.width, n_ctx=n_ctx, meta=meta or {},
+                           neg_text=neg_text)

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from focoop.partition import dirichlet_few_shot
+from focoop.partition import dirichlet_split
 from focoop.setup import FederationSetup, build_setup
 
 SYN_CLASSES = ("circle", "square", "triangle", "star", "heart", "ring")
@@ -64,9 +64,9 @@ def synthetic_setup(*, n_clients: int = 3, alpha: float = 0.5, num_shot: int = 4
     near_x = (near.numpy()[near_y] + noise * rng.standard_normal((near_y.size, e)) / np.sqrt(e)).astype(np.float32)
     ood_x = np.concatenate([far, near_x])
     ood_kind = np.concatenate([np.zeros(far.shape[0]), np.ones(near_x.shape[0])]).astype(np.int64)
-    shots, tests, _ = dirichlet_few_shot(train_y, test_y, n_clients=n_clients, n_classes=c, alpha=alpha,
-                                         num_shot=num_shot, seed=seed)
+    sp = dirichlet_split(train_y, test_y, n_clients=n_clients, n_classes=c, alpha=alpha, num_shot=num_shot,
+                         seed=seed)
     return build_setup(clip_model=model, tokenize=tokenize, classnames=SYN_CLASSES, neg_words=SYN_WORDS,
                        n_ctx=n_ctx, train_x=train_x, train_y=train_y, test_x=test_x, test_y=test_y,
-                       test_c_x=test_c_x, test_c_y=test_y, ood_x=ood_x, ood_kind=ood_kind, client_train=shots,
-                       client_test=tests, meta={"kind": "synthetic", "seed": seed})
+                       test_c_x=test_c_x, test_c_y=test_y, ood_x=ood_x, ood_kind=ood_kind, client_train=sp.shots,
+                       client_test=sp.test, client_val=sp.val, meta={"kind": "synthetic", "seed": seed})
