@@ -25,23 +25,42 @@ def own_features(graph: RelGraph, td: TaskData, split: str) -> tuple[np.ndarray,
     return x, np.asarray(td.targets[split]) if td.kind != "recommendation" else np.zeros(0)
 
 
-def gbdt_floor(graph: RelGraph, td: TaskData, *, seed: int = 0) -> np.ndarray:
-    """Test predictions of the floor: GBDT on own columns (entity tasks) or train-label popularity (recommendation)."""
+def floor_predictions(graph: RelGraph, td: TaskData, split: str = "test", *, learning_rate: float = 0.1,
+                      lookback: int | None = None, seed: int = 0) -> np.ndarray:
+    """Predictions of the no-relation floor on ``split`` ("val" or "test"), trained on the training split only.
+
+    Entity tasks: ``HistGradientBoosting`` (``learning_rate``, 100 iterations) on the entity's own columns.
+    Recommendation: the ``k`` destinations most often in the training labels of the last ``lookback`` training seed
+    times (all of them when ``None``), the same list for every row. ``learning_rate`` and ``lookback`` are the knobs
+    that ``reproduce`` tunes on the validation split like the GNNs' learning rate.
+    """
+    if split not in ("val", "test"):
+        raise ValueError(f"split must be 'val' or 'test', got {split!r}")
     if td.kind == "recommendation":
+        if lookback is not None and lookback <= 0:
+            raise ValueError(f"lookback must be > 0 or None, got {lookback}")
         n_dst = graph.num_nodes(td.dst)
         counts = np.zeros(n_dst)
-        for lst in td.targets["train"]:
-            np.add.at(counts, np.asarray(lst, dtype=int), 1)
+        groups = sorted(td.splits["train"], key=lambda g: g.t)
+        for g in groups[-lookback:] if lookback else groups:
+            for lst in g.y:
+                np.add.at(counts, np.asarray(lst, dtype=int), 1)
         top = np.argsort(-counts, kind="stable")[: td.k]
-        return np.tile(top, (td.n_rows["test"], 1))
+        return np.tile(top, (td.n_rows[split], 1))
     from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 
+    if learning_rate <= 0:
+        raise ValueError(f"learning_rate must be > 0, got {learning_rate}")
     x_tr, y_tr = own_features(graph, td, "train")
-    x_te, _ = own_features(graph, td, "test")
+    x_ev, _ = own_features(graph, td, split)
     if td.kind == "binary":
-        m = HistGradientBoostingClassifier(max_iter=100, random_state=seed).fit(x_tr, y_tr.astype(int))
-        return m.predict_proba(x_te)[:, 1]
-    m = HistGradientBoostingRegressor(loss="absolute_error", max_iter=100, random_state=seed).fit(x_tr, y_tr)
-    return np.clip(m.predict(x_te), *td.clamp)
+        m = HistGradientBoostingClassifier(max_iter=100, learning_rate=learning_rate, random_state=seed)
+        return m.fit(x_tr, y_tr.astype(int)).predict_proba(x_ev)[:, 1]
+    m = HistGradientBoostingRegressor(loss="absolute_error", max_iter=100, learning_rate=learning_rate,
+                                      random_state=seed).fit(x_tr, y_tr)
+    return np.clip(m.predict(x_ev), *td.clamp)
 
 
+def gbdt_floor(graph: RelGraph, td: TaskData, *, seed: int = 0) -> np.ndarray:
+    """Test predictions of the floor at its default knobs (see :func:`floor_predictions`)."""
+    return floor_predictions(graph, td, "test", seed=seed)
