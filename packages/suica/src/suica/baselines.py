@@ -2,7 +2,11 @@
 
 * :class:`Interpolator` — spatial interpolation of the training spots: ``method="linear"`` (scipy ``griddata``,
   Delaunay-linear, nearest-neighbour fill outside the convex hull; the official ``griddata`` baseline) or
-  ``method="idw"`` (inverse-distance weighting over the ``k`` nearest spots, power ``p``).
+  ``method="idw"`` (inverse-distance weighting over the ``k`` nearest spots, power ``p``) or ``method="gaussian"``
+  (Gaussian-kernel smoothing over the ``k`` nearest training spots, ``w ∝ exp(-d² / 2h²)`` with
+  ``h = bandwidth × s`` and ``s`` the median nearest-neighbour spacing of the training spots; a training spot is
+  its own neighbour at distance 0, so at the training spots this *smooths* the measured counts — the
+  spatial-smoothing baseline of the denoising claim).
 * :class:`INRRaw` — an INR fitted directly on the genes, ``f: u -> ŷ ∈ R^G`` with a final ReLU and MSE (official
   ``inr_raw``), with the *same* INR family, width, depth, learning rate and total steps as SUICA's INR (the released
   12-layer / lr 1e-5 configuration cannot run; see README).
@@ -39,13 +43,19 @@ def _subset(adata, train_idx):
 
 
 class Interpolator:
-    """Spatial interpolation baseline (``"linear"`` griddata or ``"idw"``)."""
+    """Spatial interpolation baseline (``"linear"`` griddata, ``"nearest"``, ``"idw"`` or ``"gaussian"``)."""
 
-    def __init__(self, *, method: str = "linear", k: int = 8, power: float = 2.0):
-        if method not in ("linear", "nearest", "idw"):
-            raise SUICAInputError(f"method must be 'linear', 'nearest' or 'idw', got {method!r}")
-        self.method, self.k, self.power = method, k, power
+    def __init__(self, *, method: str = "linear", k: int = 8, power: float = 2.0, bandwidth: float = 1.0):
+        if method not in ("linear", "nearest", "idw", "gaussian"):
+            raise SUICAInputError(f"method must be 'linear', 'nearest', 'idw' or 'gaussian', got {method!r}")
+        if isinstance(k, bool) or int(k) != k or k < 1:
+            raise SUICAInputError(f"k must be a positive integer, got {k!r}")
+        for name, v in (("power", power), ("bandwidth", bandwidth)):
+            if not (np.isfinite(v) and v > 0):
+                raise SUICAInputError(f"{name} must be a finite number > 0, got {v!r}")
+        self.method, self.k, self.power, self.bandwidth = method, int(k), float(power), float(bandwidth)
         self.frame = None
+        self.spacing = None
 
     def fit(self, adata, *, train_idx=None) -> Interpolator:
         sub = _subset(adata, train_idx)
@@ -53,6 +63,11 @@ class Interpolator:
         self.frame = CoordFrame.fit(coords)
         self.u = self.frame.transform(coords)
         self.var_names = [str(v) for v in sub.var_names]
+        if self.method == "gaussian":
+            from scipy.spatial import cKDTree
+
+            d, _ = cKDTree(self.u).query(self.u, k=2)  # (n, 2): self at 0, nearest other spot
+            self.spacing = float(np.median(d[:, 1]))
         return self
 
     def predict(self, coords, *, allow_extrapolation: bool = False):
@@ -68,8 +83,17 @@ class Interpolator:
             miss = np.isnan(y).any(axis=1)
             if miss.any():
                 y[miss] = griddata(self.u, self.y, q[miss], method="nearest")
+        elif self.method == "gaussian":
+            d, j = cKDTree(self.u).query(q, k=min(self.k, len(self.u)))  # (n, k)
+            d, j = d.reshape(len(q), -1), j.reshape(len(q), -1)
+            h = self.bandwidth * self.spacing
+            w = np.exp(-0.5 * (d / h) ** 2)
+            w[w.sum(1) == 0, 0] = 1.0  # far from every spot: nearest neighbour instead of 0/0
+            w /= w.sum(1, keepdims=True)
+            y = np.einsum("nk,nkg->ng", w, self.y[j])
         else:
-            d, j = cKDTree(self.u).query(q, k=self.k)  # (n, k)
+            d, j = cKDTree(self.u).query(q, k=min(self.k, len(self.u)))  # (n, k)
+            d, j = d.reshape(len(q), -1), j.reshape(len(q), -1)
             w = 1.0 / np.maximum(d, 1e-12) ** self.power
             exact = d[:, 0] < 1e-12
             w[exact] = 0.0

@@ -1,0 +1,71 @@
+"""The validation split used for tuning, the tuned-knob mapping and the Gaussian-smoothing baseline."""
+
+import numpy as np
+import pytest
+from suica.baselines import Interpolator
+from suica.errors import SUICAInputError
+from suica.reproduce import _make, _sizes, validation_split
+
+from .conftest import split_idx
+
+
+def test_validation_split_is_disjoint_from_test_and_covers_train(tissue):
+    tr, te = split_idx(tissue)
+    fit, val = validation_split(tr, seed=3)
+    assert len(np.intersect1d(fit, val)) == 0
+    assert len(np.intersect1d(val, te)) == 0 and len(np.intersect1d(fit, te)) == 0
+    np.testing.assert_array_equal(np.union1d(fit, val), tr)
+    assert len(val) == round(0.2 * len(tr))
+    fit2, val2 = validation_split(tr, seed=3)
+    np.testing.assert_array_equal(val, val2)  # reproducible
+    assert not np.array_equal(val, validation_split(tr, seed=4)[1])
+
+
+def test_grids_are_alike_in_every_mode():
+    from icml25.tuning import grid_size
+
+    for quick, smoke in ((False, False), (True, False), (False, True)):
+        g = _sizes(quick, smoke)["grids"]
+        assert len({grid_size(v) for v in g.values()}) == 1, g
+
+
+def test_tuned_knobs_reach_the_models():
+    kw = dict(_sizes(False, True)["model"])
+    m = _make("suica", kw, 0, {"lr": 3e-3, "ffn_scale": 0.5})
+    assert m.config.inr_lr == 3e-3 and m.config.decoder_lr == 3e-3 and m.config.ffn_scale == 0.5
+    assert m.config.gae_lr == _make("suica", kw, 0, {}).config.gae_lr  # GAE lr untouched, same for all
+    r = _make("inr_raw", kw, 0, {"lr": 3e-3, "ffn_scale": 2.0})
+    assert r.config.inr_lr == 3e-3 and r.config.ffn_scale == 2.0
+    assert r.epochs == kw["inr_epochs"] + kw["decoder_epochs"]  # same step budget as SUICA's INR + decoder
+    assert _make("ae_inr", kw, 0, {"lr": 1e-3}).config.use_graph is False
+    assert _make("suica_mse", kw, 0, {}).config.decoder_loss == "mse"
+    g = _make("gaussian", kw, 0, {"bandwidth": 2.0, "k": 16})
+    assert (g.method, g.bandwidth, g.k) == ("gaussian", 2.0, 16)
+    with pytest.raises(ValueError, match="unknown tuned knobs"):
+        _make("suica", kw, 0, {"beta": 1.0})
+
+
+def test_gaussian_smoothing(tissue):
+    tr, te = split_idx(tissue)
+    x = np.asarray(tissue.X)
+    xy = tissue.obsm["spatial"]
+    # a tiny bandwidth puts all weight on the spot itself: training spots are reproduced exactly
+    sharp = Interpolator(method="gaussian", k=8, bandwidth=1e-3).fit(tissue, train_idx=tr)
+    np.testing.assert_allclose(sharp.predict(xy[tr]).X, x[tr], rtol=1e-5, atol=1e-6)
+    # a wide bandwidth averages: the prediction is a convex combination (within the per-gene range) and smoother
+    wide = Interpolator(method="gaussian", k=8, bandwidth=2.0).fit(tissue, train_idx=tr)
+    p = wide.predict(xy[te], allow_extrapolation=True).X
+    assert np.all(p >= x[tr].min(0) - 1e-5) and np.all(p <= x[tr].max(0) + 1e-5)
+    assert wide.predict(xy[tr]).X.var(0).mean() < x[tr].var(0).mean()
+    # a constant field is preserved exactly
+    const = tissue[tr].copy()
+    const.X = np.full(const.shape, 3.0, dtype=np.float32)
+    q = Interpolator(method="gaussian", k=5, bandwidth=1.0).fit(const).predict(xy[te], allow_extrapolation=True).X
+    np.testing.assert_allclose(q, 3.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kw", [dict(k=0), dict(k=2.5), dict(power=0.0), dict(bandwidth=-1.0),
+                                dict(bandwidth=float("nan")), dict(method="kriging")])
+def test_interpolator_rejects_bad_knobs(kw):
+    with pytest.raises(SUICAInputError):
+        Interpolator(**{"method": "gaussian", **kw})
