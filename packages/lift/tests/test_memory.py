@@ -74,23 +74,41 @@ def test_validation_split_is_disjoint_from_training_and_test():
     assert not test & ({e.prompt for e in val} | tr)
 
 
-def test_lr_selection_picks_the_best_validation_accuracy_and_skips_diverged(monkeypatch):
+def test_lr_selection_is_alike_picks_the_best_validation_accuracy_skips_diverged_and_flags_edges(monkeypatch):
     from dataclasses import replace
 
     import lift.reproduce as R
 
     def fake_run(method, lr, seed, b, base, tok, evals, befores, *, with_val, progress):
-        if lr > 0.02:
+        if method == "lift" and lr > 0.02:
             raise FloatingPointError("diverged")
-        score = {1e-3: 0.2, 3e-3: 0.5, 9e-3: 0.4}.get(round(lr, 6), 0.1)
+        if method == "lift":
+            score = {1e-3: 0.2, 3e-3: 0.5, 9e-3: 0.4}.get(round(lr, 6), 0.1)
+        else:  # lora: better and better up the grid, worse beyond it
+            score = {1e-3: 0.1, 3e-3: 0.2, 9e-3: 0.3, 2.7e-2: 0.4}.get(round(lr, 6), 0.35)
         return {"lr": lr, "seed": seed, "target": score, "val": score, "val_token": 0.0, "source": 0.0,
                 "source_token": 0.0, "retention": 0.0, "retention_token": 0.0, "state_floats": 2, "trainable": 1,
                 "bytes": 1, "step_s": 0.1, "losses": [1.0], "mask_updates": 0}
 
     monkeypatch.setattr(R, "_one_run", fake_run)
-    b = replace(R.SMOKE, seeds=(0, 1), methods=("lift",), memory_methods=(), lr_grid=(1 / 3, 1.0, 3.0, 9.0),
-                variant_methods=("gradient",))
+    b = replace(R.SMOKE, seeds=(0, 1), methods=("lift", "lora"), memory_methods=(), lr_grid=(1 / 3, 1.0, 3.0, 9.0),
+                extend=1)
     res = R.run_methods(b, progress=False)
     assert res["methods"]["lift"]["lr"] == [3e-3, 3e-3]  # chosen on seed 0, reused for seed 1
+    assert res["methods"]["lift"]["seed"] == [0, 1]
     assert res["diverged"] == [{"method": "lift", "lr": 3e-3 * 9.0}]
-    assert res["methods"]["gradient"]["lr"] == [3e-3, 3e-3] and "gradient" not in res["grid"]  # LIFT's lr
+    sel = res["selections"]
+    assert not sel["lift"].at_edge and sel["lift"].grid_size == sel["lora"].grid_size == 4
+    # lora's best is the top of its grid: the grid is extended once (8.1e-2 scores lower), the edge is flagged
+    assert res["methods"]["lora"]["lr"][0] == pytest.approx(2.7e-2)
+    assert [r["lr"] for r in res["grid"]["lora"]] == pytest.approx([1e-3, 3e-3, 9e-3, 2.7e-2, 8.1e-2])
+    assert sel["lora"].at_edge == [] and "grid" in sel["lora"].note()
+
+
+def test_lr_grids_have_the_same_size_for_every_method():
+    import lift.reproduce as R
+
+    for b in (R.FULL, R.QUICK, R.SMOKE):
+        assert len({len(R.lr_grid(m, b)) for m in b.methods}) == 1
+        assert "lift" in b.methods and "full_ft" in b.methods
+    assert len(R.FULL.seeds) >= 5 and len(R.QUICK.seeds) == 3
