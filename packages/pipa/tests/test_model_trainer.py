@@ -93,8 +93,9 @@ def test_paired_pipa_n_trainer_loss_is_dpo_beta1(tiny, tmp_path):
     with torch.no_grad():
         for p in policy.parameters():
             p.add_(0.05 * torch.randn_like(p))
-    tr = PIPATrainer(model=policy, ref_model=copy.deepcopy(model), args=_args(tmp_path, variant="N"),
-                     train_dataset=PAIRED, processing_class=tok)
+    tr = PIPATrainer(model=policy, ref_model=copy.deepcopy(model),
+                     args=_args(tmp_path, variant="N", pairing="one-positive"), train_dataset=PAIRED,
+                     processing_class=tok)
     batch = tr._collate(PAIRED)
     with torch.no_grad():
         loss = tr.compute_loss(tr.model, batch)
@@ -123,12 +124,32 @@ def test_one_step_changes_every_parameter_and_init_identity(tiny, tmp_path, rows
     before = {k: p.detach().clone() for k, p in tr.model.named_parameters()}
     tr.train()
     changed = {k for k, p in tr.model.named_parameters() if not torch.equal(before[k], p.detach())}
-    if rows is PAIRED:
-        # paired: both completions share the prompt, so g enters ℓ_w − ℓ_l symmetrically; under N it cancels
-        # exactly, under M its gradient is zero at initialisation (s_w = s_l = log g). Every LM tensor moves.
-        assert changed == {k for k in before if not k.startswith("value_head")}
-    else:
-        assert changed == set(before)
+    # paired rows with the default pairing='independent' are two labelled rows, so the value head learns too
+    assert changed == set(before)
+
+
+@pytest.mark.parametrize("variant", ["M", "N"])
+def test_independent_pairing_is_the_unpaired_loss_of_both_completions(tiny, tmp_path, variant):
+    model, tok = tiny
+    policy = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in policy.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    split = [{"prompt": r["prompt"], "completion": r["chosen"], "label": 1} for r in PAIRED] + \
+            [{"prompt": r["prompt"], "completion": r["rejected"], "label": 0} for r in PAIRED]
+
+    def loss_of(rows, **kw):
+        tr = PIPATrainer(model=copy.deepcopy(policy), ref_model=copy.deepcopy(model),
+                         args=_args(tmp_path, variant=variant, prior_rate=0.3, **kw), train_dataset=rows,
+                         processing_class=tok)
+        with torch.no_grad():
+            return tr.compute_loss(tr.model, tr._collate(rows))
+
+    paired = loss_of(PAIRED)
+    torch.testing.assert_close(paired, loss_of(split), rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(paired, loss_of(PAIRED, pairing="one-positive"))
+    with pytest.raises(PIPAError, match="pairing"):
+        _args(tmp_path, pairing="both")
 
 
 def test_bad_inputs(tiny, tmp_path):

@@ -20,7 +20,11 @@ def common_args(*, steps: int, lr: float, batch_size: int, seed: int, out: str) 
     return dict(output_dir=out, max_steps=steps, learning_rate=lr, per_device_train_batch_size=batch_size,
                 seed=seed, data_seed=seed, report_to="none", save_strategy="no", use_cpu=True, logging_steps=10**9,
                 lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, disable_tqdm=True,
-                dataloader_num_workers=0, gradient_accumulation_steps=1)
+                dataloader_num_workers=0, gradient_accumulation_steps=1,
+                # trl's DPO/KTO configs turn gradient checkpointing and bf16 autocast on by default; PIPATrainer runs
+                # without either (bf16 autocast on a CPU without bf16 units is ~10x slower). Same memory and
+                # precision options in every trainer, so that time per step compares like with like.
+                gradient_checkpointing=False, bf16=False, fp16=False)
 
 
 def quiet(trainer: Any) -> Any:

@@ -37,6 +37,9 @@ class TrainConfig(CommonOptions):
     """The prior p⁰ (also the starting policy): 'testbed' (the noisy-scratchpad tiny LM) or a local HF model dir."""
     variant: Literal["M", "N"] = "N"
     """PIPA-M (marginal prior) or PIPA-N (negative-conditional prior)."""
+    pairing: Literal["independent", "one-positive"] = "independent"
+    """Paired data: 'independent' (chosen as c=1, rejected as c=0, the paper's unpaired loss on both) or
+    'one-positive' (condition on exactly one positive; PIPA-N is then DPO at beta 1)."""
     steps: int = 80
     """Optimizer steps."""
     lr: float = 2e-5
@@ -127,7 +130,7 @@ def train(cfg: TrainConfig) -> int:
         from peft import LoraConfig
 
         peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=2 * cfg.lora_r, target_modules="all-linear")
-    args = PIPAConfig(output_dir=str(rd.path / "trainer"), variant=cfg.variant, max_steps=cfg.steps,
+    args = PIPAConfig(output_dir=str(rd.path / "trainer"), variant=cfg.variant, pairing=cfg.pairing, max_steps=cfg.steps,
                       learning_rate=cfg.lr, per_device_train_batch_size=cfg.batch_size, seed=cfg.seed,
                       use_cpu=cfg.device in ("auto", "cpu"), max_length=cfg.max_length, logging_steps=10,
                       disable_tqdm=cfg.quiet)

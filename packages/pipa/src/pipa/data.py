@@ -45,6 +45,8 @@ __all__ = [
     "step_paired_rows",
     "step_unpaired_rows",
     "noisy_prior",
+    "heldout_part",
+    "heldout_prompts",
 ]
 
 
@@ -117,6 +119,38 @@ def _retarget(prompt: str, seed: int, step_error: float) -> str:
         written.append(str(digit))
         carry = total // 10
     return "|".join(steps) + "|" + "".join(written) + str(carry)
+
+
+HELDOUT_PARTS = ("validation", "test")
+
+
+def heldout_part(prompt: str) -> str:
+    """Which half of the test bed's held-out split a prompt belongs to: ``"validation"`` or ``"test"``.
+
+    The test bed holds out the prompts with ``crc32(prompt) % 10 == 0`` (operands never trained on); we cut that set
+    in two by ``crc32 % 20``: 0 is the test part, 10 the validation part. Disjoint by construction.
+    """
+    import zlib
+
+    r = zlib.crc32(prompt.encode("utf-8")) % 20
+    if r not in (0, 10):
+        raise PIPAError(f"prompt {prompt!r} is not in the test bed's held-out split")
+    return "test" if r == 0 else "validation"
+
+
+def heldout_prompts(n: int, *, part: str, seed: int) -> list[str]:
+    """``n`` held-out scratchpad prompts (drawn with replacement) from the ``part`` half of the held-out split:
+    ``"validation"`` for choosing hyper-parameters, ``"test"`` for the reported numbers."""
+    if part not in HELDOUT_PARTS:
+        raise PIPAError(f"part must be one of {HELDOUT_PARTS}, got {part!r}")
+    lm = _lm()
+    out: list[str] = []
+    batch = 0
+    while len(out) < n:
+        exs = lm.make_examples("add_scratchpad", 4 * n + 16, seed=seed + 1_000_003 * batch, split="test")
+        out += [e.prompt for e in exs if heldout_part(e.prompt) == part]
+        batch += 1
+    return out[:n]
 
 
 def split_steps(completion: str) -> list[str]:

@@ -2,7 +2,10 @@
 
 Accepted dataset formats (a list of dicts or a ``datasets.Dataset``), detected from the columns:
 
-- paired (trl's DPO format): ``prompt, chosen, rejected``
+- paired (trl's DPO format): ``prompt, chosen, rejected``. With ``pairing='independent'`` (default) each pair is two
+  labelled rows, ``(x, chosen, c=1)`` and ``(x, rejected, c=0)``, under the unpaired PIPA loss (value head and prior
+  constraint matter); ``pairing='one-positive'`` conditions on "exactly one of the two is right", which under PIPA-N
+  is DPO's sigmoid loss at β = 1.
 - unpaired (trl's KTO format): ``prompt, completion, label``
 - step-level: ``prompt, steps (list of str), step_labels (list of 0/1)``
 
@@ -26,6 +29,7 @@ from pipa.model import ValueHeadModel, encode_batch, segment_logps, token_logps,
 __all__ = ["PIPAConfig", "PIPATrainer", "detect_format", "normalise_rows"]
 
 FORMATS = ("paired", "unpaired", "step")
+PAIRINGS = ("independent", "one-positive")
 
 
 @dataclass
@@ -33,6 +37,10 @@ class PIPAConfig(TrainingArguments):
     """``TrainingArguments`` plus the PIPA options."""
 
     variant: str = field(default="N", metadata={"help": "'M' (marginal prior) or 'N' (negative-conditional prior)."})
+    pairing: str = field(default="independent", metadata={
+        "help": "Paired rows: 'independent' (each pair gives the unpaired loss of (x, chosen, c=1) and "
+                "(x, rejected, c=0)) or 'one-positive' (condition on exactly one positive; PIPA-N is then DPO "
+                "at beta 1)."})
     max_length: int = field(default=64, metadata={"help": "Longest <s> prompt completion </s>; longer rows raise."})
     m_guard: str = field(default="clamp", metadata={"help": "PIPA-M when f·g > p⁰: 'clamp' or 'raise'."})
     prior_rate: float | None = field(default=None, metadata={"help": "Initial g; default: the data's positive rate."})
@@ -44,6 +52,8 @@ class PIPAConfig(TrainingArguments):
         super().__post_init__()
         if self.variant not in VARIANTS:
             raise PIPAError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
+        if self.pairing not in PAIRINGS:
+            raise PIPAError(f"pairing must be one of {PAIRINGS}, got {self.pairing!r}")
         if self.m_guard not in ("clamp", "raise"):
             raise PIPAError(f"m_guard must be 'clamp' or 'raise', got {self.m_guard!r}")
         if self.max_length < 2:
@@ -196,7 +206,13 @@ class PIPATrainer(Trainer):
                      num_items_in_batch: Any = None) -> Any:
         pol, ref, v = self.pipa_terms(model, inputs)
         variant = self.args.variant
-        if self.pipa_format == "paired":
+        if self.pipa_format == "paired" and self.args.pairing == "independent":
+            # (x, y_w, c=1) and (x, y_l, c=0) as two unpaired rows: the value head and the prior constraint matter
+            B = pol.shape[0] // 2
+            labels = torch.cat([torch.ones(B), torch.zeros(B)]).to(pol)
+            kw = {"guard": self.args.m_guard} if variant == "M" else {}
+            loss = pipa_loss(variant, pol[:, 0], ref[:, 0], v[:, 0], labels, **kw)
+        elif self.pipa_format == "paired":
             B = pol.shape[0] // 2
             cw, rw = pol[:B, 0], pol[B:, 0]
             cr, rr = ref[:B, 0], ref[B:, 0]
