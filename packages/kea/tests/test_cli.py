@@ -48,6 +48,11 @@ def test_reproduce_smoke(tmp_path):
     data = json.loads((tmp_path / "r" / "results.json").read_text())
     validate_results(data)
     names = {c["claim"] for c in data["claims"]}
-    assert any("fewer episodes" in n for n in names) and any("repeated samples" in n for n in names)
+    assert any("fewer episodes" in n for n in names) and any("distinct states" in n for n in names)
+    kinds = {c["claim"]: c["kind"] for c in data["claims"]}
+    assert all(k == "property" for n, k in kinds.items() if "entropy" in n)
+    assert all(k == "target" for n, k in kinds.items() if "cost" in n)
+    assert all(c["verdict"] in ("holds", "inconclusive", "fails") for c in data["claims"])
+    assert any(name.startswith("Learning rate chosen on validation") for name in data["tables"])
     for f in data["figures"]:
         assert (tmp_path / "r" / f).exists()

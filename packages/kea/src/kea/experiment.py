@@ -17,13 +17,15 @@ import numpy as np
 TASKS = ("deepsea", "gridnav", "mountaincar")
 
 
-def make_env(task: str, *, size: int = 10, seed: int = 0):
+def make_env(task: str, *, size: int = 10, seed: int = 0, mapping_seed: int = 42):
+    """``task``'s environment; ``mapping_seed`` picks the DeepSea instance (42 = bsuite's, used for the test runs;
+    ``reproduce`` tunes on another instance)."""
     import gymnasium as gym
 
     from kea.envs import DeepSea, GridNav
 
     if task == "deepsea":
-        return DeepSea(size=size, seed=seed)
+        return DeepSea(size=size, seed=seed, mapping_seed=mapping_seed)
     if task == "gridnav":
         return GridNav(size=size, seed=seed)
     if task == "mountaincar":
@@ -47,7 +49,7 @@ def greedy_return(agent, env, *, module: str, episodes: int = 1, seed: int = 10_
 
 def run_variant(*, task: str, variant: str, seed: int, size: int, steps: int, agent_kwargs: dict[str, Any],
                 eval_every: int, eval_episodes: int = 1, stop_when_solved: bool = False,
-                entropy_window: int | None = None) -> dict[str, Any]:
+                entropy_window: int | None = None, mapping_seed: int = 42) -> dict[str, Any]:
     """Train ``variant`` for ``steps`` env steps; evaluate greedily every ``eval_every`` episodes.
 
     Returns a JSON-able dict: per-episode returns, eval curve ``[(episode, return_sac, return_std_or_nan)]``, first
@@ -62,8 +64,8 @@ def run_variant(*, task: str, variant: str, seed: int, size: int, steps: int, ag
 
     torch.set_num_threads(1)
     seed_everything(seed)
-    env = make_env(task, size=size, seed=seed)
-    eval_env = make_env(task, size=size, seed=seed + 1)
+    env = make_env(task, size=size, seed=seed, mapping_seed=mapping_seed)
+    eval_env = make_env(task, size=size, seed=seed + 1, mapping_seed=mapping_seed)
     t0 = time.perf_counter()
     if task == "mountaincar" and variant == "SAC":
         return _run_sb3_sac(env, eval_env, seed=seed, steps=steps, agent_kwargs=agent_kwargs,
@@ -102,7 +104,8 @@ def run_variant(*, task: str, variant: str, seed: int, size: int, steps: int, ag
     ls = min(agent.learning_starts, len(tr.state_keys) - 1)
     k = entropy_window or (len(tr.state_keys) - ls)
     out = {
-        "task": task, "variant": variant, "seed": seed, "size": size, "steps": agent.num_timesteps,
+        "task": task, "variant": variant, "seed": seed, "size": size, "mapping_seed": mapping_seed,
+        "lr": float(kw.get("lr", 3e-4)), "steps": agent.num_timesteps,
         "stopped_early": stopped, "episodes": len(tr.episode_returns),
         "episode_returns": [round(r, 4) for r in tr.episode_returns],
         "curve": curve, "first_success_episode": tr.first_success_episode, "solved_episode": solved_at[0],
