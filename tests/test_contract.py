@@ -156,3 +156,71 @@ def test_readme_check_catches_a_tampered_number(tmp_path):
     out = _run([str(BIN / "icml25"), "report", "--package", str(tmp_path), "--update-readme",
                 str(tmp_path / "README.md"), "--check"])
     assert out.returncode == 0, out.stderr
+
+
+# ---------------------------------------------------------------- the scaffold passes the contract as generated
+def test_scaffold_passes_the_contract_as_generated(tmp_path):
+    """`icml25 new` writes a package in the house shape; as generated it answers --help, runs reproduce --smoke into
+    a valid results.json, refuses bad input with exit 2, and its own tests of the mathematics pass."""
+    import tomllib
+
+    from icml25.scaffold import create_package
+
+    pkg = create_package("demo-scaffold", root=tmp_path, title="Demo paper", url="https://example.org/paper")
+    src = pkg / "src"
+    for f in ("config.py", "errors.py", "reproduce.py", "cli.py", "registry.py", "method.py", "data.py"):
+        assert (src / "demo_scaffold" / f).exists(), f
+    meta = tomllib.loads((pkg / "pyproject.toml").read_text())["project"]
+    assert meta["scripts"]["demo-scaffold"] == "demo_scaffold.cli:main"
+    assert meta["entry-points"]["icml25.methods"]["demo-scaffold"] == "demo_scaffold.registry:METHOD"
+    readme = (pkg / "README.md").read_text()
+    assert "<!-- icml25-report:start -->" in readme and "```python" in readme
+    env = {**ENV, "PYTHONPATH": str(src)}
+
+    def run(*args: str, **kw) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300, env=env,
+                              cwd=tmp_path, **kw)
+
+    assert run("-m", "demo_scaffold", "--help").returncode == 0
+    out = tmp_path / "run"
+    r = run("-m", "demo_scaffold", "reproduce", "--smoke", "--quiet", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    data = json.loads((out / "results.json").read_text())
+    validate_results(data)
+    assert data["claims"] and all(c["kind"] in ("paper", "property", "target") for c in data["claims"])
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    bad = run("-m", "demo_scaffold", "reproduce", "--smoke", "--out", str(f))
+    assert bad.returncode == 2 and "error:" in bad.stderr and "Traceback" not in bad.stderr
+    bad = run("-m", "demo_scaffold", "fit", "--config.dim", "0", "--out", str(tmp_path / "never"))
+    assert bad.returncode == 2 and "dim" in bad.stderr and "Traceback" not in bad.stderr
+    assert not (tmp_path / "never").exists()
+    t = run("-m", "pytest", "-q", "-p", "no:cacheprovider", str(pkg / "tests"))
+    assert t.returncode == 0, t.stdout[-3000:]
+
+
+# ---------------------------------------------------------------- bad-input battery (generic part, every package)
+def _battery_cases(tmp: Path) -> list[tuple[str, list[str], str]]:
+    a_file = tmp / "a-file"
+    a_file.write_text("not a folder")
+    full = tmp / "full"
+    full.mkdir()
+    (full / "keep.txt").write_text("an earlier run")
+    return [
+        ("out is a file", ["reproduce", "--smoke", "--out", str(a_file)], "a-file"),
+        ("out is not empty", ["reproduce", "--smoke", "--out", str(full)], "not empty"),
+        ("zero threads", ["reproduce", "--smoke", "--threads", "0", "--out", str(tmp / "never")], "threads"),
+        ("negative threads", ["reproduce", "--smoke", "--threads", "-2", "--out", str(tmp / "never")], "threads"),
+    ]
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_bad_input_battery(name, tmp_path):
+    """Each bad input: exit 2, one `error:` line naming the field or file, no traceback, nothing written."""
+    for label, args, needle in _battery_cases(tmp_path):
+        before = sorted(p.name for p in tmp_path.rglob("*"))
+        out = _run([str(BIN / name), *args], timeout=120)
+        assert out.returncode == 2, f"{name}: {label}: exit {out.returncode}\n{out.stderr[-2000:]}"
+        assert "error:" in out.stderr and needle in out.stderr, f"{name}: {label}: {out.stderr[-2000:]}"
+        assert "Traceback" not in out.stderr, f"{name}: {label}: traceback\n{out.stderr[-3000:]}"
+        assert sorted(p.name for p in tmp_path.rglob("*")) == before, f"{name}: {label}: something was written"

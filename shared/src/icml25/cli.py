@@ -49,7 +49,8 @@ def _summary_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     for name, res in results.items():
         if res["status"] != "ok":
             rows.append({"method": name, "claim": f"FAILED: {res['error']}", "metric": "", "ours": None,
-                         "baseline": None, "baseline_name": "", "holds": False, "paper": ""})
+                         "baseline": None, "baseline_name": "", "holds": False, "verdict": "fails",
+                         "kind": "target", "paper": ""})
             continue
         for c in res["claims"]:
             rows.append({"method": name, **c})
@@ -59,7 +60,7 @@ def _summary_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from icml25.claims import ResultsError, claims_table, validate_results
+    from icml25.claims import ResultsError, claims_table, validate_results, verdict_summary
     from icml25.io import atomic_write_json, atomic_write_text
     from icml25.registry import names
     from icml25.rundir import RunDir, RunDirError
@@ -112,7 +113,9 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         if not args.quiet:
             tqdm.write(f"{name}: {entry['status']} in {secs}s" + (f" ({entry['error']})" if entry["status"] != "ok" else ""))
     rows = _summary_rows(results)
-    md = "# icml25 reproduce" + (" --quick" if args.quick else "") + "\n\n" + claims_table(rows, method_column="method") + "\n"
+    ok_rows = [r for r in rows if r.get("ours") is not None]
+    md = ("# icml25 reproduce" + (" --quick" if args.quick else "") + "\n\n" + verdict_summary(ok_rows) + ".\n\n"
+          + claims_table(rows, method_column="method") + "\n")
     atomic_write_text(rd.path / "summary.md", md)
     atomic_write_json(rd.path / "summary.json", {"quick": args.quick, "smoke": args.smoke, "seed": args.seed, "methods": results})
     if not args.quiet:
@@ -146,8 +149,15 @@ def latest_results(runs: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
 def _cmd_report(args: argparse.Namespace) -> int:
     from icml25.claims import claims_table, verdict_summary
     from icml25.io import atomic_write_text
-    from icml25.report import (FULL, current_block, load_results, package_block, package_results, replace_block,
-                               summary_block)
+    from icml25.report import (
+        FULL,
+        current_block,
+        load_results,
+        package_block,
+        package_results,
+        replace_block,
+        summary_block,
+    )
 
     if args.package:
         pkg = Path(args.package)

@@ -130,10 +130,14 @@ def method_main(
         raise TypeError("each command needs its own config dataclass")
     prog = getattr(method, "cli", "") or method.name
     desc = description or f"{method.title} ({method.venue}). {method.url}"
-    cfg = tyro.extras.subcommand_cli_from_dict(
-        {name: cls for name, (cls, _) in commands.items()},
-        prog=prog, description=desc, args=list(argv) if argv is not None else None,
-    )
+    try:
+        cfg = tyro.extras.subcommand_cli_from_dict(
+            {name: cls for name, (cls, _) in commands.items()},
+            prog=prog, description=desc, args=list(argv) if argv is not None else None,
+        )
+    except ValueError as exc:  # a config's own validation (__post_init__) refused a value
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
     for cls, fn in commands.values():
         if type(cfg) is cls:
             try:

@@ -76,3 +76,27 @@ def user_message(exc: BaseException) -> str | None:
             return f"{fname!s}: no such file or directory"
         return f"{fname}: {reason}" if fname else reason
     return None
+
+
+def check_positive(obj: Any, *names: str, integer: bool = True, prefix: str = "") -> None:
+    """Raise :class:`UserInputError` naming the field unless each ``obj.<name>`` is a positive (integer) number."""
+    import math
+
+    for n in names:
+        v = getattr(obj, n)
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+        if integer:
+            ok = ok and float(v).is_integer()
+        if not ok:
+            kind = "a positive integer" if integer else "a positive finite number"
+            raise UserInputError(f"{prefix}{n} must be {kind}, got {v!r}")
+
+
+def check_non_negative(obj: Any, *names: str, prefix: str = "") -> None:
+    """Raise :class:`UserInputError` naming the field unless each ``obj.<name>`` is a finite number >= 0."""
+    import math
+
+    for n in names:
+        v = getattr(obj, n)
+        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
+            raise UserInputError(f"{prefix}{n} must be a finite number >= 0, got {v!r}")
