@@ -30,6 +30,7 @@ _LAZY = {
     "ENCODINGS": "string_pe.attention",
     "ViT": "string_pe.model",
     "PointSetClassifier": "string_pe.model",
+    "FourierAPE": "string_pe.model",
     "Encoder": "string_pe.model",
 }
 

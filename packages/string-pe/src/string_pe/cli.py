@@ -10,7 +10,7 @@ from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, ope
 
 from string_pe.registry import METHOD
 
-PE = Literal["none", "ape", "rope-axial", "rope-mixed", "cayley", "circulant"]
+PE = Literal["none", "ape", "ape-fourier", "rope-axial", "rope-mixed", "cayley", "circulant"]
 
 
 @dataclass(frozen=True)

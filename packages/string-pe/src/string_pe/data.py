@@ -8,7 +8,9 @@ for real image folders.
   which differ only in depth z: flat plane, tilted plane, two layers, dome. A model that sees only (x, y) is at
   chance (25%).
 * :func:`translate` — add a global translation (a fixed offset or a random one per sample).
-* :func:`load_digits_images` — sklearn's 8×8 digits (ships with scikit-learn, no download) as ``(n, 1, 8, 8)``.
+* :func:`load_digits_images` — sklearn's 8×8 digits (ships with scikit-learn, no download) as ``(n, 1, 8, 8)``;
+  :func:`digits_splits` — the same with a validation split carved out of the training part (for tuning).
+* :func:`depth_as_feature` — the fair 2D baseline of the depth task: (x, y) positions, z appended to the features.
 * :func:`load_image_folder` — ``root/<class>/*.png|jpg`` images for real use (needs Pillow; raises a clear error
   if the folder does not exist).
 """
@@ -154,6 +156,58 @@ def load_digits_images(*, test_fraction: float = 0.2, split_seed: int = 0) -> tu
     xtr, xte, ytr, yte = train_test_split(x, d.target, test_size=test_fraction, random_state=split_seed,
                                           stratify=d.target)
     return torch.tensor(xtr), torch.tensor(ytr), torch.tensor(xte), torch.tensor(yte)
+
+
+@dataclass
+class ImageSplits:
+    """Train / validation / test images ``(n, 1, 8, 8)`` and labels, with the row indices into sklearn's digits."""
+
+    x_train: Tensor
+    y_train: Tensor
+    x_val: Tensor
+    y_val: Tensor
+    x_test: Tensor
+    y_test: Tensor
+    idx_train: np.ndarray
+    idx_val: np.ndarray
+    idx_test: np.ndarray
+
+
+def digits_splits(*, test_fraction: float = 0.2, val_fraction: float = 0.2, split_seed: int = 0) -> ImageSplits:
+    """sklearn's digits split three ways (stratified): the test split is exactly :func:`load_digits_images`'s, and
+    the validation split is ``val_fraction`` of its training part, so validation and test never share an image row.
+    Hyper-parameters are chosen on validation; test numbers come from models trained on the rest of the training
+    part."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    for name, f in (("test_fraction", test_fraction), ("val_fraction", val_fraction)):
+        if not 0 < f < 1:
+            raise PositionEncodingError(f"{name} must be in (0, 1), got {f}")
+    d = load_digits()
+    x = (d.data / 16.0).reshape(-1, 1, 8, 8).astype(np.float32)  # (n, 64) -> (n, 1, 8, 8)
+    idx = np.arange(len(d.target))
+    i_trval, i_te = train_test_split(idx, test_size=test_fraction, random_state=split_seed, stratify=d.target)
+    i_tr, i_va = train_test_split(i_trval, test_size=val_fraction, random_state=split_seed,
+                                  stratify=d.target[i_trval])
+
+    def t(i: np.ndarray) -> tuple[Tensor, Tensor]:
+        return torch.tensor(x[i]), torch.tensor(d.target[i])
+
+    (xtr, ytr), (xva, yva), (xte, yte) = t(i_tr), t(i_va), t(i_te)
+    return ImageSplits(xtr, ytr, xva, yva, xte, yte, i_tr, i_va, i_te)
+
+
+def depth_as_feature(data: PointSets) -> PointSets:
+    """2D positions ``(x, y)`` and the depth ``z`` appended to every point's features: ``(n, N, F) → (n, N, F + 1)``.
+
+    The fair 2D baseline of the depth task: the model sees depth, but as an input feature, not as a coordinate.
+    """
+    if data.positions.shape[-1] < 3:
+        raise PositionEncodingError(f"depth_as_feature needs 3D positions, got coord_dim={data.positions.shape[-1]}")
+    z = data.positions[..., 2:3]  # (n, N, 1)
+    return PointSets(torch.cat([data.features, z], dim=-1), data.positions[..., :2].contiguous(), data.labels,
+                     data.classes)
 
 
 def load_image_folder(root: str | Path, *, image_size: tuple[int, int] = (32, 32),

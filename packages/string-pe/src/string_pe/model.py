@@ -2,7 +2,9 @@
 classifier (continuous 2D/3D coordinates).
 
 Position-encoding choices for both (``pe=``): ``"none"`` (no position information), ``"ape"`` (learned absolute PE:
-a learned table for ViT patches, a learned linear map of the coordinates for point sets), or a rotary encoding of
+a learned table for ViT patches, a learned linear map of the coordinates for point sets), ``"ape-fourier"``
+(absolute Fourier-feature PE, :class:`FourierAPE`: fixed sin/cos of every coordinate at geometric frequencies, then a
+learned linear map, as ViTs' sin-cos embeddings), or a rotary encoding of
 :data:`string_pe.attention.ENCODINGS` (``"rope-axial"``, ``"rope-mixed"``, ``"cayley"``, ``"circulant"``), one
 encoding module per layer (so learnable frequencies / S / circulant coefficients are per layer and head, as in the
 paper and rope-vit).
@@ -24,13 +26,35 @@ from string_pe.attention import ENCODINGS, Attention
 from string_pe.base import check_int, check_real_float
 from string_pe.errors import PositionEncodingError
 
-PE_CHOICES = ("none", "ape", *ENCODINGS)
+PE_CHOICES = ("none", "ape", "ape-fourier", *ENCODINGS)
 
 
 def _check_pe(pe: str) -> str:
     if pe not in PE_CHOICES:
         raise PositionEncodingError(f"pe must be one of {list(PE_CHOICES)}, got {pe!r}")
     return pe
+
+
+class FourierAPE(nn.Module):
+    """Absolute Fourier-feature position embedding: ``Linear([sin(ω_j r_k), cos(ω_j r_k)]_{j,k})``.
+
+    Fixed frequencies ``ω_j = base^{−j/m}``, ``j = 0..m−1`` (``m = num_freqs``), on every coordinate axis ``k``
+    (the frequencies of RoPE-Axial with the same ``base``); a learned linear map to the model width.
+    ``forward(positions (B, N, d_c)) → (B, N, dim)``. Not translation invariant (it sees absolute coordinates).
+    """
+
+    def __init__(self, *, coord_dim: int, dim: int, num_freqs: int = 8, base: float = 100.0) -> None:
+        super().__init__()
+        m = check_int("num_freqs", num_freqs)
+        self.coord_dim = check_int("coord_dim", coord_dim)
+        self.register_buffer("freqs", base ** (-torch.arange(m, dtype=torch.float32) / m), persistent=False)
+        self.proj = nn.Linear(2 * m * coord_dim, check_int("dim", dim))
+
+    def forward(self, positions: Tensor) -> Tensor:
+        dtype = self.proj.weight.dtype  # e.g. a ViT's float32 grid positions into a float64 model
+        ang = positions.to(dtype).unsqueeze(-1) * self.freqs.to(dtype)  # (B, N, d_c, m)
+        feats = torch.cat([ang.sin(), ang.cos()], dim=-1).flatten(-2)  # (B, N, d_c, 2m) -> (B, N, 2 m d_c)
+        return self.proj(feats)
 
 
 class Block(nn.Module):
@@ -124,6 +148,7 @@ class ViT(nn.Module):
         if pe == "ape":
             self.ape = nn.Parameter(torch.randn(1, n, dim) * 0.02)
             self.ape_height = nn.Linear(1, dim) if coord_dim == 3 else None
+        self.ape_fourier = FourierAPE(coord_dim=coord_dim, dim=dim) if pe == "ape-fourier" else None
         self.encoder = Encoder(dim=dim, depth=depth, num_heads=num_heads, mlp_ratio=mlp_ratio, pe=pe,
                                coord_dim=coord_dim, encoding_kwargs=encoding_kwargs)
         self.head = nn.Linear(dim, check_int("num_classes", num_classes))
@@ -159,6 +184,8 @@ class ViT(nn.Module):
             x = x + self.ape
             if self.ape_height is not None:
                 x = x + self.ape_height(pos[..., 2:])
+        if self.ape_fourier is not None:
+            x = x + self.ape_fourier(pos)
         if self.pool == "mean":  # no CLS token: every token is rotated, logits depend on r_j - r_i only
             x = self.encoder(x, pos if self.pe in ENCODINGS else None)
             return self.head(x.mean(dim=1))
@@ -175,7 +202,8 @@ class PointSetClassifier(nn.Module):
 
     ``forward(features (B, N, F), positions (B, N, d_c)) → logits (B, num_classes)``. With a rotary ``pe`` and mean
     pooling the logits are exactly invariant to a global translation of ``positions`` (every attention logit
-    depends on ``r_j − r_i`` only). ``"ape"`` adds ``Linear(d_c → D)(positions)`` to the token embeddings.
+    depends on ``r_j − r_i`` only). ``"ape"`` adds ``Linear(d_c → D)(positions)`` to the token embeddings,
+    ``"ape-fourier"`` adds :class:`FourierAPE` of the positions.
     """
 
     def __init__(self, *, feature_dim: int, coord_dim: int, num_classes: int, dim: int = 32, depth: int = 2,
@@ -186,6 +214,7 @@ class PointSetClassifier(nn.Module):
         self.coord_dim = check_int("coord_dim", coord_dim)
         self.embed = nn.Linear(check_int("feature_dim", feature_dim), dim)
         self.ape = nn.Linear(coord_dim, dim) if pe == "ape" else None
+        self.ape_fourier = FourierAPE(coord_dim=coord_dim, dim=dim) if pe == "ape-fourier" else None
         self.encoder = Encoder(dim=dim, depth=depth, num_heads=num_heads, mlp_ratio=mlp_ratio, pe=pe,
                                coord_dim=coord_dim, encoding_kwargs=encoding_kwargs)
         self.head = nn.Linear(dim, check_int("num_classes", num_classes))
@@ -200,5 +229,7 @@ class PointSetClassifier(nn.Module):
         x = self.embed(features)  # (B, N, D)
         if self.ape is not None:
             x = x + self.ape(positions)
+        if self.ape_fourier is not None:
+            x = x + self.ape_fourier(positions)
         x = self.encoder(x, positions if self.pe in ENCODINGS else None)
         return self.head(x.mean(dim=1))

@@ -20,21 +20,24 @@ from string_pe.attention import Attention, make_encoding
 VARIANTS = ("rope-axial", "rope-mixed", "cayley", "circulant")
 
 
-def _best_time(fn: Callable[[], object], repeats: int, warmup: int = 2) -> float:
+def _times(fn: Callable[[], object], repeats: int, warmup: int = 2) -> list[float]:
     for _ in range(warmup):
         fn()
-    best = float("inf")
+    out = []
     for _ in range(repeats):
         t0 = time.process_time()
         fn()
-        best = min(best, time.process_time() - t0)
-    return best
+        out.append(time.process_time() - t0)
+    return out
 
 
 def benchmark(*, head_dim: int = 64, num_heads: int = 4, tokens: int = 256, batch: int = 8, coord_dim: int = 2,
-              repeats: int = 20, seed: int = 0) -> dict[str, dict[str, float]]:
+              repeats: int = 20, seed: int = 0,
+              samples: dict[str, dict[str, list[float]]] | None = None) -> dict[str, dict[str, float]]:
     """Seconds per call for every variant: ``{variant: {"enc_fwd", "enc_fwd_bwd", "layer_train", "layer_infer"}}``
-    plus ``"cayley-folded"`` (layer inference only, after ``Attention.fold_``).
+    plus ``"cayley-folded"`` (layer inference only, after ``Attention.fold_``). If ``samples`` is a dict, it is
+    filled with the time of every repeat in the same layout (``samples[variant][metric][i]`` is repeat ``i``, so
+    the ratio of two variants at the same ``i`` compares calls made one right after the other).
 
     All measurements are interleaved round-robin (every repeat times every variant once) after a common warm-up, so
     that load changes on a shared machine and first-call effects hit all variants alike; the minimum is reported.
@@ -83,22 +86,26 @@ def benchmark(*, head_dim: int = 64, num_heads: int = 4, tokens: int = 256, batc
     for fn in fns.values():  # common warm-up
         fn()
         fn()
-    best = dict.fromkeys(fns, float("inf"))
+    times: dict[tuple[str, str], list[float]] = {key: [] for key in fns}
     for _ in range(repeats):
         for key, fn in fns.items():
             t0 = time.process_time()
             fn()
-            best[key] = min(best[key], time.process_time() - t0)
+            times[key].append(time.process_time() - t0)
     out: dict[str, dict[str, float]] = {}
-    for (name, metric), t in best.items():
-        out.setdefault(name, {})[metric] = t
+    for (name, metric), ts in times.items():
+        out.setdefault(name, {})[metric] = min(ts)
+        if samples is not None:
+            samples.setdefault(name, {})[metric] = list(ts)
     return out
 
 
 def parameter_cost_scaling(*, dims: tuple[int, ...] = (16, 32, 64, 128, 256), num_heads: int = 4, repeats: int = 10,
-                           seed: int = 0) -> dict[int, dict[str, float]]:
+                           seed: int = 0,
+                           samples: dict[int, dict[str, list[float]]] | None = None) -> dict[int, dict[str, float]]:
     """Seconds per training step spent on the token-independent part of each STRING, fwd+bwd, vs head dim ``d``:
-    Cayley's ``P = solve(I + S, I − S)`` (O(d³), Table 1) and Circulant's rates ``2 Im rfft(c)`` (O(d log d))."""
+    Cayley's ``P = solve(I + S, I − S)`` (O(d³), Table 1) and Circulant's rates ``2 Im rfft(c)`` (O(d log d)).
+    Minimum over ``repeats``; ``samples`` (if a dict) gets every repeat's time."""
     from string_pe.cayley import CayleySTRING
     from string_pe.circulant import CirculantSTRING
 
@@ -107,6 +114,9 @@ def parameter_cost_scaling(*, dims: tuple[int, ...] = (16, 32, 64, 128, 256), nu
         torch.manual_seed(seed)
         cay = CayleySTRING(head_dim=d, num_heads=num_heads, s_init_std=0.1)
         circ = CirculantSTRING(head_dim=d, num_heads=num_heads)
-        out[d] = {"cayley_P": _best_time(lambda cay=cay: cay.orthogonal().sum().backward(), repeats),
-                  "circulant_rates": _best_time(lambda circ=circ: circ.rates().sum().backward(), repeats)}
+        ts = {"cayley_P": _times(lambda cay=cay: cay.orthogonal().sum().backward(), repeats),
+              "circulant_rates": _times(lambda circ=circ: circ.rates().sum().backward(), repeats)}
+        out[d] = {k: min(v) for k, v in ts.items()}
+        if samples is not None:
+            samples[d] = ts
     return out

@@ -1,0 +1,84 @@
+"""The fairness machinery of ``reproduce``: validation splits disjoint from test splits, the Fourier APE and the
+depth-as-feature baseline, per-repeat timing samples."""
+
+import numpy as np
+import pytest
+import torch
+from string_pe import FourierAPE, PointSetClassifier, PositionEncodingError, ViT
+from string_pe.data import depth_as_feature, digits_splits, load_digits_images, make_shapes_2d, make_shapes_3d
+from string_pe.reproduce import DATA_SEED, LR_GRID, data_seed
+
+
+def test_digits_validation_is_disjoint_from_test_and_test_is_unchanged():
+    sp = digits_splits()
+    tr, va, te = set(sp.idx_train), set(sp.idx_val), set(sp.idx_test)
+    assert not (va & te) and not (tr & te) and not (tr & va)
+    assert len(tr | va | te) == 1797  # every image is in exactly one split
+    _, _, xte, yte = load_digits_images()  # the test split is the one the package always used
+    assert torch.equal(sp.x_test, xte) and torch.equal(sp.y_test, yte)
+    assert len(va) == pytest.approx(0.2 * (len(tr) + len(va)), abs=1)
+    assert sorted(torch.bincount(sp.y_val).tolist())[0] >= 25  # stratified: every class in validation
+
+
+def test_generated_validation_and_test_sets_never_share_a_seed_or_a_sample():
+    seeds = range(0, 100)
+    for task in ("2d", "3d"):
+        test = {data_seed(task, "test", s) for s in seeds}
+        val = {data_seed(task, "val", s) for s in seeds}
+        train = {data_seed(task, "train", s) for s in seeds}
+        assert not (test & val) and not (test & train) and not (val & train)
+    assert len(set(DATA_SEED.values())) == len(DATA_SEED)
+    with pytest.raises(ValueError, match="seed"):
+        data_seed("2d", "val", 1000)
+    va = make_shapes_2d(50, seed=data_seed("2d", "val", 0))
+    te = make_shapes_2d(50, seed=data_seed("2d", "test", 0))
+    flat_va = va.positions.reshape(50, -1)
+    flat_te = te.positions.reshape(50, -1)
+    assert torch.cdist(flat_va, flat_te).min() > 1e-3  # no point set appears in both
+
+
+def test_lr_grid_is_interior_friendly():
+    assert len(LR_GRID) >= 3 and list(LR_GRID) == sorted(LR_GRID)
+
+
+def test_fourier_ape_sees_absolute_positions(f64):
+    ape = FourierAPE(coord_dim=2, dim=8, num_freqs=4)
+    pos = torch.rand(2, 5, 2) * 8
+    out = ape(pos)
+    assert out.shape == (2, 5, 8)
+    # the features are sin/cos at the fixed frequencies: recompute by hand
+    ang = pos[..., :, None] * ape.freqs  # (B, N, 2, 4)
+    feats = torch.cat([ang.sin(), ang.cos()], -1).flatten(-2)
+    torch.testing.assert_close(out, ape.proj(feats))
+    assert (ape(pos + 5.0) - out).abs().max() > 1e-3  # not translation invariant
+    m = PointSetClassifier(feature_dim=3, coord_dim=2, num_classes=4, dim=16, depth=1, num_heads=2,
+                           pe="ape-fourier")
+    f = torch.randn(2, 5, 3)
+    assert (m(f, pos + 5.0) - m(f, pos)).abs().max() > 1e-6
+    vit = ViT(image_size=(8, 8), patch_size=2, dim=16, depth=1, num_heads=2, pe="ape-fourier")
+    assert vit(torch.rand(2, 1, 8, 8)).shape == (2, 10)
+
+
+def test_depth_as_feature_moves_z_into_the_features():
+    d3 = make_shapes_3d(8, seed=0)
+    d = depth_as_feature(d3)
+    assert d.positions.shape == (8, 32, 2) and d.features.shape == (8, 32, 5)
+    assert torch.equal(d.features[..., -1], d3.positions[..., 2])
+    assert torch.equal(d.positions, d3.positions[..., :2])
+    with pytest.raises(PositionEncodingError, match="3D positions"):
+        depth_as_feature(make_shapes_2d(4, seed=0))
+
+
+def test_timing_samples_are_per_repeat():
+    from string_pe.timing import benchmark, parameter_cost_scaling
+
+    samples: dict = {}
+    best = benchmark(head_dim=8, num_heads=1, tokens=4, batch=1, repeats=3, samples=samples)
+    assert set(samples) == set(best)
+    for name, metrics in best.items():
+        for metric, t in metrics.items():
+            assert len(samples[name][metric]) == 3 and t == min(samples[name][metric])
+    sc_samples: dict = {}
+    sc = parameter_cost_scaling(dims=(4, 8), repeats=2, samples=sc_samples)
+    assert set(sc_samples) == {4, 8} and all(len(v) == 2 for d in sc_samples.values() for v in d.values())
+    assert all(np.isfinite(v["cayley_P"]) for v in sc.values())
