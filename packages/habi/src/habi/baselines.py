@@ -4,7 +4,9 @@
 * **Distill-MSE**: the same MLP regressing the planner's best action ``a*(s)`` (Habi without latent, KL or
   candidate selection): it shows what the stochastic prior plus selection add.
 
-Both act through :class:`MLPActor` with the same ``act``/``act_batch`` interface as the other policies.
+Both are trained with Adam on a cosine-annealed lr (the same schedule as habitization), so that ``reproduce`` can
+give them Habi's step budget, batch size and lr grid. Both act through :class:`MLPActor` with the same
+``act``/``act_batch`` interface as the other policies.
 """
 
 from __future__ import annotations
@@ -26,10 +28,14 @@ class RegressConfig:
     batch_size: int = 256
     lr: float = 3e-4
     hidden: int = 128
+    schedule: str = "cosine"
+    """'cosine' (annealed to 0 over ``steps``, the same schedule as habitization) or 'constant'."""
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.batch_size < 1 or self.hidden < 1 or not self.lr > 0:
             raise ValueError(f"regression steps, batch_size, hidden and lr must be positive, got {self}")
+        if self.schedule not in ("cosine", "constant"):
+            raise ValueError(f"regression schedule must be 'cosine' or 'constant', got {self.schedule!r}")
 
 
 class MLPActor:
@@ -60,10 +66,14 @@ def regress_policy(states: np.ndarray, targets: np.ndarray, *, normalizer: Gauss
     Y = torch.from_numpy(np.asarray(targets, dtype=np.float32)).clamp(-0.999, 0.999)
     net = MLPPolicy(obs_dim=S.shape[1], act_dim=Y.shape[1], hidden=config.hidden)
     opt = torch.optim.Adam(net.parameters(), lr=config.lr, foreach=True)
+    sched = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=config.steps) if config.schedule == "cosine"
+             else None)
     for _ in range(config.steps):
         idx = torch.from_numpy(rng.integers(0, len(S), size=config.batch_size))
         loss = ((net(S[idx]) - Y[idx]) ** 2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        if sched is not None:
+            sched.step()
     return MLPActor(net=net, normalizer=normalizer)

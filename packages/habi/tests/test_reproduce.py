@@ -1,0 +1,68 @@
+"""The reproduction's protocol: validation and test episodes are disjoint, baselines share Habi's budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from habi.baselines import RegressConfig, regress_policy
+from habi.data import GaussianNormalizer
+from habi.reproduce import FULL, QUICK, SMOKE, Trainer, _job, episode_seeds
+
+
+def test_validation_and_test_episodes_are_disjoint_for_every_seed_pair():
+    seeds = list(range(0, 40)) + [9_999]
+    for eps in (1, 20, 1000):
+        test = set().union(*(episode_seeds("test", s, eps) for s in seeds))
+        val = set().union(*(episode_seeds("validation", s, eps) for s in seeds))
+        assert not test & val
+        assert len(test) == len(seeds) * eps  # no two seeds share a test episode either
+    assert list(episode_seeds("test", 2, 3)) == [102_000, 102_001, 102_002]
+
+
+@pytest.mark.parametrize("args", [("train", 0, 5), ("test", 0, 0), ("test", 0, 1001), ("validation", -1, 5),
+                                  ("validation", 10_000, 5)])
+def test_episode_seeds_rejects_what_would_break_disjointness(args):
+    with pytest.raises(ValueError):
+        episode_seeds(*args)
+
+
+@pytest.mark.parametrize("budget", [FULL, QUICK, SMOKE])
+def test_budgets_tune_alike_and_keep_seed_counts(budget):
+    assert len(budget.lr_grid) >= 2 and len(set(budget.lr_grid)) == len(budget.lr_grid)
+    assert budget.kl_seeds <= budget.seeds and budget.replay_seeds <= budget.seeds
+    for s in range(budget.seeds):  # the budgets' episode counts pass the disjointness check
+        episode_seeds("test", s, budget.episodes), episode_seeds("validation", s, budget.val_episodes)
+
+
+def test_full_and_quick_seed_counts():
+    assert FULL.seeds >= 5 and FULL.kl_seeds >= 3 and FULL.episodes >= 20
+    assert QUICK.seeds == 3
+
+
+def test_regress_schedule_is_validated_and_cosine_differs_from_constant():
+    with pytest.raises(ValueError, match="schedule"):
+        RegressConfig(schedule="linear")
+    rng = np.random.default_rng(0)
+    s, y = rng.normal(size=(64, 3)).astype(np.float32), rng.uniform(-1, 1, (64, 1)).astype(np.float32)
+    norm = GaussianNormalizer.fit(s)
+    nets = [regress_policy(s, y, normalizer=norm, config=RegressConfig(steps=20, batch_size=16, lr=1e-2,
+                                                                      schedule=sch), seed=0).net
+            for sch in ("cosine", "constant")]
+    a, b = (torch.cat([p.flatten() for p in n.parameters()]) for n in nets)
+    assert not torch.allclose(a, b)
+
+
+def test_inline_training_job_equals_a_direct_call():
+    rng = np.random.default_rng(1)
+    s, y = rng.normal(size=(50, 3)).astype(np.float32), rng.uniform(-1, 1, (50, 1)).astype(np.float32)
+    norm = GaussianNormalizer.fit(s)
+    cfg = RegressConfig(steps=10, batch_size=8, lr=1e-3)
+    spec = {"kind": "regress", "states": s, "targets": y, "norm": norm, "config": cfg, "seed": 3}
+    trainer = Trainer(workers=1)
+    res = trainer.get(("x",), lambda: spec).result()
+    assert trainer.get(("x",), lambda: pytest.fail("a cached job must not be rebuilt")).result() is res
+    direct = regress_policy(s, y, normalizer=norm, config=cfg, seed=3).net.state_dict()
+    for k, v in direct.items():
+        torch.testing.assert_close(res["state"][k], v, rtol=0, atol=0)
+    assert _job(spec)["state"].keys() == direct.keys()
