@@ -52,9 +52,9 @@ def _sizes(quick: bool, smoke: bool) -> dict:
                     corruptions=("noise",), clip_steps=0, num_shot=4, lr_grid=(1e-2, 4e-2), extend=0,
                     alphas=(0.1,), flower=False)
     if quick:
-        return dict(clients=5, rounds=4, local_epochs=1, seeds=3, n_train=60, n_test=40, n_far=200, n_near=200,
+        return dict(clients=5, rounds=3, local_epochs=1, seeds=3, n_train=60, n_test=40, n_far=100, n_near=100,
                     corruptions=("brightness", "noise", "blur"), clip_steps=1000, num_shot=8,
-                    lr_grid=LR_GRID, extend=1, alphas=(0.1, 0.5), flower=True)
+                    lr_grid=LR_GRID, extend=0, alphas=(0.1, 0.5), flower=False)
     return dict(clients=10, rounds=10, local_epochs=2, seeds=5, n_train=200, n_test=100, n_far=400, n_near=400,
                 corruptions=("brightness", "noise", "blur"), clip_steps=1000, num_shot=8,
                 lr_grid=LR_GRID, extend=1, alphas=(0.1, 0.5), flower=True)
