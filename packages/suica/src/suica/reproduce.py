@@ -244,7 +244,22 @@ def _figure(out: Path, a, tr, models: dict, grid_res: int) -> str:
                 ax.set_ylabel(f"{a.var_names[j]} (marker of D{int(a.var['marker_of'].iloc[j])})", fontsize=8)
     fig.suptitle(f"Marker genes: truth vs {grid_res}x{grid_res} super-resolved predictions (seed 0)", fontsize=10)
     save_figure(fig, out / "marker_maps.png")
+    shrink_png(out / "marker_maps.png")
     return "marker_maps.png"
+
+
+def shrink_png(path: Path, *, max_bytes: int = 300_000) -> None:
+    """Re-encode a PNG with a 256-colour palette when it is larger than ``max_bytes`` (committed figures stay small;
+    the scatter maps have few distinct colours, so the picture is unchanged to the eye)."""
+    from PIL import Image
+
+    path = Path(path)
+    if path.stat().st_size <= max_bytes:
+        return
+    img = Image.open(path).convert("RGB").quantize(colors=256)
+    tmp = path.with_suffix(".tmp.png")
+    img.save(tmp, optimize=True)
+    tmp.replace(path)
 
 
 def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
