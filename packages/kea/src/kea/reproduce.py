@@ -319,7 +319,7 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
     report.figures.append("grid_exploration.png")
 
     # ---------------- cost per task (target)
-    for task, label, pv in (("deepsea", f"DeepSea N={n}", per), ("gridnav", f"Grid {b.grid_size}x{b.grid_size}",
+    for _task, label, pv in (("deepsea", f"DeepSea N={n}", per), ("gridnav", f"Grid {b.grid_size}x{b.grid_size}",
                                                                 per_g)):
         ratios = [r / k for r, k in zip(pv["RND-SAC"]["sps"], pv["KEA-RND"]["sps"], strict=True)]
         report.add(Claim.threshold(
