@@ -125,7 +125,7 @@ class Budget:
 
 LR_GRID = (3e-4, 1e-3, 3e-3)
 FULL = Budget(data=DataGenConfig(), planner_hidden=256, planner_steps=1200, teacher_states=3000, train_steps=3000,
-              seeds=5, episodes=20, val_episodes=10, lr_grid=LR_GRID, extend=1, kl_seeds=3, replay_seeds=0,
+              seeds=5, episodes=10, val_episodes=10, lr_grid=LR_GRID, extend=0, kl_seeds=3, replay_seeds=0,
               bench_habi=2000, bench_planner=300, bench_rounds=5)
 QUICK = replace(FULL, planner_steps=200, teacher_states=600, train_steps=300, seeds=3, episodes=4, val_episodes=4,
                 extend=0, kl_seeds=1, replay_seeds=0, bench_habi=600, bench_planner=60, bench_rounds=3)
