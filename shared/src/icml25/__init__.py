@@ -33,7 +33,9 @@ _LAZY = {
     "method_main": "icml25.cli_helpers",
 }
 
-__all__ = sorted(_LAZY) + ["__version__"]
+from icml25.lazy import lazy_exports  # noqa: E402  (imports nothing heavy)
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
     from icml25.checkpoint import CheckpointError, load_model, save_model
@@ -45,16 +47,3 @@ if TYPE_CHECKING:  # pragma: no cover
     from icml25.rundir import RunDir
     from icml25.seeding import seed_everything
 
-
-def __getattr__(name: str) -> Any:
-    try:
-        module = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'icml25' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
