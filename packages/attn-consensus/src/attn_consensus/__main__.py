@@ -1,0 +1,5 @@
+import sys
+
+from attn_consensus.cli import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from k2ie.cli import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from pes.cli import main
+
+sys.exit(main())

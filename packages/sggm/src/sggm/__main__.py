@@ -1,0 +1,5 @@
+import sys
+
+from sggm.cli import main
+
+sys.exit(main())
