@@ -1,16 +1,39 @@
 """pes: Convergence Analysis of Policy Gradient Methods with Dynamic Stochasticity (ICML 2025).
 
-Import is cheap: public names resolve on first use.
+PES (phases of fixed-σ policy gradient on a decreasing σ schedule) and SL-PG (σ learned jointly), action-based
+(GPOMDP) and parameter-based (PGPE), on a vectorised LQR with exact returns and on MuJoCo Swimmer-v5.
+
+Import is cheap: public names and the submodules ``pes.envs``, ``pes.estimators``, ``pes.sigma``, ``pes.optim``
+resolve on first use.
 """
+
+import importlib
 
 from icml25.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+_SUBMODULES = ("envs", "estimators", "sigma", "optim", "algorithms", "config", "reproduce")
+
+_getattr, _dir, __all__ = lazy_exports(__name__, {
+    "PES": "pes.algorithms",
+    "SLPG": "pes.algorithms",
+    "fixed_sigma": "pes.algorithms",
+    "evaluate": "pes.algorithms",
+    "LQR": "pes.envs",
+    "LQREnv": "pes.envs",
+    "GymTask": "pes.envs",
+    "make_env": "pes.envs",
     "Config": "pes.config",
-    "fit": "pes.method",
-    "predict": "pes.method",
-    "make_data": "pes.data",
     "PesError": "pes.errors",
 })
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"pes.{name}")
+    return _getattr(name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(_dir()) | set(_SUBMODULES))

@@ -4,4 +4,4 @@ from icml25.errors import UserInputError
 
 
 class PesError(UserInputError):
-    """Bad input to pes."""
+    """Bad input to pes (the message names the field and what is allowed)."""
