@@ -1,45 +1,145 @@
-"""Configuration of private-robust-align: one frozen dataclass per concern, named presets, and the reproduce budgets.
+"""Configuration of private-robust-align: frozen dataclasses with presets, and the reproduce budgets.
 
 The CLI is generated from these dataclasses (tyro); the field docstrings are the help text.
-REPLACE the example fields with the method's own (keep the presets and the budgets).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import math
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
-from icml25.errors import check_non_negative, check_positive
+from icml25.errors import check_positive
 from icml25.experiment import Budgets
+
+from private_robust_align.errors import (
+    PrivateRobustAlignError,
+    check_alpha,
+    check_epsilon,
+    check_l2,
+    check_radius,
+)
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Generated linear Bradley–Terry preferences, privatized and corrupted in one order."""
+
+    n: int = 5000
+    """Number of preference pairs."""
+    dim: int = 5
+    """Feature dimension d."""
+    norm: float = 2.0
+    """‖θ*‖ (the paper's bound B on the true parameter)."""
+    design: Literal["ball", "gaussian"] = "ball"
+    """Features: uniform in the unit ball (uniform coverage) or Gaussian N(0, I/d)."""
+    epsilon: float = 1.0
+    """Label-LDP level ε of randomized response (> 0; inf = no privacy)."""
+    order: Literal["CTL", "LTC", "CLC"] = "CTL"
+    """CTL: corrupt then privatize; LTC: privatize then corrupt; CLC: corrupt (alpha), privatize, corrupt (alpha2)."""
+    alpha: float = 0.0
+    """Corruption fraction in [0, 0.5) (for CLC: the fraction corrupted before privatization)."""
+    alpha2: float = 0.0
+    """CLC only: the fraction corrupted after privatization (alpha + alpha2 <= 0.5)."""
+    adversary: Literal["directional", "shrinking", "random"] = "directional"
+    """Strong adversary: plant a direction u ⊥ θ*, flip the most confident labels, or random flips (control)."""
+
+    def validate(self) -> SimConfig:
+        """Raise a clear error naming the field (called by the commands, so that the CLI prints one line)."""
+        check_positive(self, "n", "dim")
+        if not (math.isfinite(self.norm) and self.norm > 0):
+            raise PrivateRobustAlignError(f"norm must be a finite number > 0, got {self.norm!r}")
+        check_epsilon(self.epsilon)
+        check_alpha(self.alpha)
+        check_alpha(self.alpha2, "alpha2")
+        if self.order != "CLC" and self.alpha2 != 0:
+            raise PrivateRobustAlignError(f"alpha2 is only used with order CLC, got alpha2={self.alpha2} with "
+                                          f"order {self.order}")
+        if self.alpha + self.alpha2 > 0.5:
+            raise PrivateRobustAlignError(f"alpha + alpha2 must be <= 0.5, got {self.alpha + self.alpha2}")
+        return self
+
+    @property
+    def alphas(self) -> float | tuple[float, float]:
+        return (self.alpha, self.alpha2) if self.order == "CLC" else self.alpha
+
+
+@dataclass(frozen=True)
+class EstimatorConfig:
+    """The debiased, norm-constrained logistic estimator."""
+
+    radius: float = 2.0
+    """Norm bound B of the constraint ‖θ‖ ≤ B (> 0; inf drops the constraint)."""
+    l2: float = 0.0
+    """Ridge weight λ ≥ 0 of the loss (λ/2‖θ‖²)."""
+
+    def validate(self) -> EstimatorConfig:
+        """Raise a clear error naming the field."""
+        check_radius(self.radius)
+        check_l2(self.l2)
+        return self
 
 
 @dataclass(frozen=True)
 class Config:
-    """Example method (ridge regression on data with a known ground truth)."""
+    """Budget of ``reproduce`` (grids, sizes, seeds)."""
 
-    n: int = 400
-    """Training examples."""
-    dim: int = 8
-    """Input dimension."""
-    noise: float = 0.1
-    """Noise standard deviation of the targets."""
-    ridge: float = 1e-3
-    """Ridge penalty lambda of the closed form w = (X^T X + lambda I)^-1 X^T y."""
-    seeds: int = 5
-    """Seeds of a reproduce run."""
+    seeds: int = 20
+    """Seeds (independent datasets) of every experiment."""
+    dim: int = 5
+    """Feature dimension d."""
+    n_sep: int = 20000
+    """Pairs per dataset in the CTL-vs-LTC separation experiment."""
+    eps_sep: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0)
+    """Privacy levels of the separation experiment."""
+    alpha_sep: tuple[float, ...] = (0.005, 0.01, 0.02)
+    """Corruption levels of the separation experiment."""
+    n_grid: tuple[int, ...] = (500, 1000, 2000, 4000, 8000, 16000, 32000)
+    """Sample sizes of the rate-in-n experiment."""
+    eps_rate: tuple[float, ...] = (0.2, 0.3, 0.5)
+    """Privacy levels (≤ 0.5) of the rate-in-ε experiment."""
+    n_eps: int = 64000
+    """Pairs per dataset in the rate-in-ε experiment."""
+    alpha_exp: tuple[float, ...] = (0.005, 0.01, 0.02, 0.04)
+    """Corruption levels of the α-exponent fit."""
+    n_bandit: tuple[int, ...] = (1000, 4000, 16000)
+    """Offline comparisons of the bandit (RLHF/DPO policy) experiment."""
+    n_val: int = 2000
+    """Pairs of the training and validation splits used to tune λ."""
+    time_repeats: int = 10
+    """Repeats of the fit-time measurement."""
+    dpo_seeds: int = 5
+    """Seeds of the tiny-LM DPO demo (0 skips it)."""
+    dpo_steps: int = 60
+    """DPO steps per run in the demo."""
+    dpo_epsilon: float = 1.0
+    """Privacy level of the demo's randomized response on preference pairs."""
+    l2_grid: tuple[float, ...] = field(default=(1e-6, 1e-4, 1e-2, 1.0))
+    """λ grid every estimator with a λ is tuned on (same grid, same validation split)."""
 
     def __post_init__(self) -> None:
-        check_positive(self, "n", "dim", "seeds")
-        check_non_negative(self, "noise", "ridge")
+        check_positive(self, "seeds", "dim", "n_sep", "n_eps", "n_val", "time_repeats", "dpo_steps")
+        if self.dpo_seeds < 0:
+            raise PrivateRobustAlignError(f"dpo_seeds must be >= 0, got {self.dpo_seeds}")
+        if self.dim < 2:
+            raise PrivateRobustAlignError(f"dim must be >= 2 (the directional adversary needs u ⊥ θ*), got {self.dim}")
 
 
 def paper() -> Config:
-    """The paper's settings."""
+    """The paper-like grid of the note (n up to 64k, 20 seeds) at the sizes a CPU affords."""
     return Config()
 
 
 def cpu() -> Config:
-    """Our CPU-scale settings."""
-    return replace(paper(), n=200)
+    """Our full CPU-scale run (same as :func:`paper`; the budget is dominated by cheap fits)."""
+    return Config()
 
 
-BUDGETS = Budgets(smoke=replace(cpu(), n=50, seeds=1), quick=replace(cpu(), seeds=3), full=replace(paper(), seeds=5))
+BUDGETS = Budgets(
+    smoke=replace(cpu(), seeds=3, n_sep=1500, eps_sep=(0.5, 2.0), alpha_sep=(0.02,), n_grid=(300, 600, 1200),
+                  eps_rate=(0.3, 0.5), n_eps=2000, alpha_exp=(0.02, 0.04), n_bandit=(500, 1000), n_val=500,
+                  time_repeats=2, dpo_seeds=0),
+    quick=replace(cpu(), seeds=3, n_sep=8000, n_grid=(500, 1000, 2000, 4000, 8000), n_eps=16000,
+                  n_bandit=(1000, 4000), time_repeats=3, dpo_seeds=3, dpo_steps=40),
+    full=replace(cpu(), seeds=20),
+)
