@@ -1,44 +1,180 @@
-"""Command line of richardson-tc: ``richardson-tc fit ... | reproduce [--quick]``."""
+"""Command line of richardson-tc: ``richardson-tc {complete, benchmark, reproduce}`` (also ``python -m richardson_tc``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
 
 from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command
 
-from richardson_tc.config import Config, cpu
+from richardson_tc.config import SolverOptions, cpu
+from richardson_tc.errors import RichardsonTcError
 from richardson_tc.registry import METHOD
+
+Kind = Literal["cp", "tucker", "gaussian", "digits", "video"]
+SolverName = Literal["lifted", "lifted-accel", "lifted-sampled", "direct", "direct-loop", "em"]
 
 
 @dataclass(frozen=True)
-class FitOptions(CommonOptions):
-    """Fit the method on generated data and write the run directory."""
+class CompleteOptions(CommonOptions):
+    """Complete a tensor (generated, or your .npy/.mat file) from the entries in Ω; write factors and history."""
 
-    config: Config = cpu()
-    """The method's configuration."""
+    solver_options: SolverOptions = field(default_factory=cpu)
+    """How each ALS block is solved."""
+    tensor: Kind = "cp"
+    """Generated tensor (ignored with --input)."""
+    shape: tuple[int, ...] = (60, 60, 60)
+    """Shape of a generated tensor (cp, tucker, gaussian, video)."""
+    true_rank: int = 8
+    """Rank of a generated cp/tucker tensor."""
+    input: str | None = None
+    """A .npy or .mat tensor file (NaN marks missing entries); Ω is --mask, --coo, or its finite entries × --p."""
+    key: str | None = None
+    """Variable of a .mat file (default: the largest array)."""
+    mask: str | None = None
+    """A .npy boolean mask of the observed entries (else Ω is sampled with --p)."""
+    coo: str | None = None
+    """A .npz with integer 'coords' [m, N], float 'values' [m] and 'shape' [N]: the observed entries (COO)."""
+    p: float = 0.1
+    """Sample ratio of a sampled Ω: |Ω| = ⌊p·|𝒳|⌋ (seeded by --seed)."""
 
 
-def fit_command(opts: FitOptions) -> int:
+@dataclass(frozen=True)
+class BenchmarkOptions(CommonOptions):
+    """Time every solver on one generated tensor at several sample ratios (same Ω and initialisation)."""
+
+    tensor: Kind = "cp"
+    """Generated tensor."""
+    shape: tuple[int, ...] = (60, 60, 60)
+    """Tensor shape."""
+    rank: int = 8
+    """True and fitted CP rank."""
+    ps: tuple[float, ...] = (0.05, 0.1, 0.3, 0.5, 0.9)
+    """Sample ratios."""
+    solvers: tuple[SolverName, ...] = ("direct", "direct-loop", "em", "lifted", "lifted-accel", "lifted-sampled")
+    """Solvers to time (direct-loop runs --loop-sweeps sweeps and is extrapolated per step)."""
+    tol: float = 1e-3
+    """ε of the lifted solvers (step rule)."""
+    n_sweeps: int = 10
+    """ALS sweeps."""
+    loop_sweeps: int = 1
+    """Sweeps actually run by the slow per-entry loop."""
+
+
+def _check_p(p: float, name: str = "p") -> None:
+    if not (0 < p <= 1):
+        raise RichardsonTcError(f"{name} (sample ratio) must be in (0, 1], got {p}")
+
+
+def _check_shape(shape: tuple[int, ...]) -> None:
+    if len(shape) < 2 or any(s < 1 for s in shape):
+        raise RichardsonTcError(f"shape must have >= 2 positive sizes (tensor order >= 2), got {shape}")
+
+
+def _load_problem(opts: CompleteOptions):
+    import numpy as np
+
+    from richardson_tc.data import ObservedEntries, load_tensor, make_tensor, sample_mask
+
+    _check_p(opts.p)
+    if opts.mask and opts.coo:
+        raise RichardsonTcError("give --mask or --coo, not both")
+    if opts.coo:
+        path = Path(opts.coo)
+        if not path.exists():
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        with np.load(path, allow_pickle=False) as z:
+            missing = {"coords", "values", "shape"} - set(z.files)
+            if missing:
+                raise RichardsonTcError(f"{path}: missing arrays {sorted(missing)} (need coords, values, shape)")
+            obs = ObservedEntries.from_coo(tuple(z["shape"]), z["coords"], z["values"])
+        tensor = obs.to_dense(np.nan)
+        return tensor, obs.to_mask()
+    if opts.input:
+        tensor = load_tensor(opts.input, key=opts.key)
+    else:
+        _check_shape(opts.shape)
+        if opts.true_rank < 1:
+            raise RichardsonTcError(f"true_rank must be >= 1, got {opts.true_rank}")
+        tensor = make_tensor(opts.tensor, shape=opts.shape, rank=opts.true_rank, seed=opts.seed)
+    if tensor.ndim < 2:
+        raise RichardsonTcError(f"tensor must have order >= 2, got shape {tensor.shape}")
+    if opts.mask:
+        path = Path(opts.mask)
+        if not path.exists():
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        mask = np.load(path, allow_pickle=False)
+        if mask.shape != tensor.shape:
+            raise RichardsonTcError(f"mask shape {mask.shape} does not match tensor shape {tensor.shape}")
+        mask = mask.astype(bool) & np.isfinite(tensor)
+    else:
+        mask = sample_mask(tensor.shape, opts.p, seed=opts.seed) & np.isfinite(tensor)
+    return tensor, mask
+
+
+def complete_command(opts: CompleteOptions) -> int:
+    import numpy as np
     from icml25.registry import default_out
     from icml25.rundir import RunDir
 
-    out = opts.out if opts.out is not None else default_out(METHOD.name)
-    with RunDir(out, overwrite=opts.overwrite, staged=True) as rd:  # --out is checked before anything is written
-        from richardson_tc.data import make_data
-        from richardson_tc.method import fit
+    from richardson_tc.complete import cp_complete
 
-        x, y, w_true = make_data(opts.config.n, opts.config.dim, noise=opts.config.noise, seed=opts.seed)
-        w = fit(x, y, ridge=opts.config.ridge)
-        rd.write_config(asdict(opts))
-        rd.write_json("fit.json", {"weight_error": float(((w - w_true) ** 2).sum() ** 0.5)})
+    so = opts.solver_options
+    tensor, mask = _load_problem(opts)  # every input is checked before anything is written
+    kw = dict(rank=so.rank, solver=so.solver, tol=so.tol, max_inner=so.max_inner, stop_rule=so.stop_rule,
+              accelerate=so.accelerate and not so.sampled, sampled=so.sampled, n_sweeps=so.n_sweeps,
+              ridge=so.ridge, seed=opts.seed)
+    cp, hist = cp_complete(tensor, mask, **kw)
+    out = opts.out if opts.out is not None else default_out(METHOD.name)
+    with RunDir(out, overwrite=opts.overwrite, staged=True) as rd:
+        rd.write_config({**asdict(opts), "out": str(out)})
+        rd.write_env(device="cpu")
+        rd.write_json("history.json", hist.to_dict())
+        with open(rd.file("factors.npz"), "wb") as fh:
+            np.savez(fh, **{f"factor_{k}": a for k, a in enumerate(cp.factors)})
+        summary = {"solver": hist.solver, "seconds": hist.seconds, "inner_updates": int(sum(hist.inner_updates)),
+                   **{k: v for k, v in hist.sweeps[-1].items() if k != "sweep"}}
+        rd.write_json("results.json", summary)
     if not opts.quiet:
+        print(", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in summary.items()))
+        print(f"written to {rd.target}")
+    return 0
+
+
+def benchmark_command(opts: BenchmarkOptions) -> int:
+    from icml25.claims import markdown_table
+    from icml25.registry import default_out
+    from icml25.rundir import RunDir
+
+    from richardson_tc.bench import run_benchmark
+
+    _check_shape(opts.shape)
+    for p in opts.ps:
+        _check_p(p)
+    if opts.rank < 1 or opts.n_sweeps < 1 or opts.loop_sweeps < 1:
+        raise RichardsonTcError("rank, n_sweeps and loop_sweeps must be >= 1")
+    if not 0 < opts.tol < 1:
+        raise RichardsonTcError(f"tol must be in (0, 1), got {opts.tol}")
+    out = opts.out if opts.out is not None else default_out(METHOD.name)
+    with RunDir(out, overwrite=opts.overwrite, staged=True) as rd:
+        rows = run_benchmark(kind=opts.tensor, shape=opts.shape, rank=opts.rank, ps=opts.ps, solvers=opts.solvers,
+                             tol=opts.tol, n_sweeps=opts.n_sweeps, loop_sweeps=opts.loop_sweeps, seed=opts.seed)
+        rd.write_config({**asdict(opts), "out": str(out)})
+        rd.write_env(device="cpu")
+        rd.write_json("benchmark.json", rows)
+    if not opts.quiet:
+        cols = ["p", "solver", "total s", "ms / ALS step", "inner updates / step", "held-out RRE",
+                "speed-up vs direct", "speed-up vs loop"]
+        print(markdown_table(cols, [[r[c] for c in cols] for r in rows]))
         print(f"written to {rd.target}")
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     return method_main(METHOD, {
-        "fit": (FitOptions, fit_command),
+        "complete": (CompleteOptions, complete_command),
+        "benchmark": (BenchmarkOptions, benchmark_command),
         "reproduce": (ReproduceOptions, reproduce_command(METHOD)),
     }, argv=argv)

@@ -1,45 +1,107 @@
-"""Configuration of richardson-tc: one frozen dataclass per concern, named presets, and the reproduce budgets.
+"""Configuration of richardson-tc: the method's options, the reproduce budget (``Config``), presets and BUDGETS.
 
 The CLI is generated from these dataclasses (tyro); the field docstrings are the help text.
-REPLACE the example fields with the method's own (keep the presets and the budgets).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Literal
 
-from icml25.errors import check_non_negative, check_positive
+from icml25.errors import check_positive
 from icml25.experiment import Budgets
+
+from richardson_tc.errors import RichardsonTcError
+
+EPS_GRID = (0.1, 0.01, 1e-3, 1e-4)
+"""The paper's inner tolerance grid ε."""
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """How each ALS block is solved (``cp_complete``'s keyword arguments)."""
+
+    rank: int = 16
+    """CP rank R (the official runs use 16)."""
+    solver: Literal["lifted", "direct", "direct-loop", "em"] = "lifted"
+    """Block solver: lifted Richardson, direct masked solve (vectorised / official per-entry loop), or EM-ALS."""
+    tol: float = 1e-3
+    """Inner tolerance ε in (0, 1) of the stop rule (lifted)."""
+    stop_rule: Literal["step", "official"] = "step"
+    """step: convergence test on the block (default); official: relative training-loss decrease < ε (released)."""
+    max_inner: int = 1024
+    """Cap on inner updates per ALS step (the official 1024)."""
+    accelerate: bool = False
+    """Geometric-series extrapolation of the inner iterates (α clamped ≤ 0.99)."""
+    sampled: bool = False
+    """Leverage-score sampled inner solves (lifted only, no acceleration)."""
+    n_sweeps: int = 10
+    """ALS sweeps over all modes (the official 10)."""
+    ridge: float = 0.0
+    """Ridge λ ≥ 0 on every block regression (official 0)."""
+
+    def __post_init__(self) -> None:
+        check_positive(self, "rank", "max_inner", "n_sweeps")
+        if not (isinstance(self.tol, (int, float)) and 0 < self.tol < 1):
+            raise RichardsonTcError(f"tol must be in (0, 1), got {self.tol!r}")
+        if not (isinstance(self.ridge, (int, float)) and self.ridge >= 0 and self.ridge == self.ridge):
+            raise RichardsonTcError(f"ridge must be a finite number >= 0, got {self.ridge!r}")
 
 
 @dataclass(frozen=True)
 class Config:
-    """Example method (ridge regression on data with a known ground truth)."""
+    """The reproduce budget: sizes of the CPU-scale experiments (see the README for the paper's scale)."""
 
-    n: int = 400
-    """Training examples."""
-    dim: int = 8
-    """Input dimension."""
-    noise: float = 0.1
-    """Noise standard deviation of the targets."""
-    ridge: float = 1e-3
-    """Ridge penalty lambda of the closed form w = (X^T X + lambda I)^-1 X^T y."""
     seeds: int = 5
-    """Seeds of a reproduce run."""
+    """Seeds (each varies the data, Ω and the initialisation)."""
+    shape: tuple[int, ...] = (60, 60, 60)
+    """Tensor shape of the speed/accuracy experiment (the paper: 100³ and real tensors)."""
+    rank: int = 8
+    """True CP rank of the random tensor and the fitted rank."""
+    ps: tuple[float, ...] = (0.05, 0.1, 0.3, 0.5, 0.9)
+    """Sample ratios p = |Ω|/|𝒳|."""
+    n_sweeps: int = 10
+    """ALS sweeps per completion run (official 10)."""
+    eps_grid: tuple[float, ...] = EPS_GRID
+    """ε grid for selecting the lifted tolerance on the validation instance."""
+    loop_sweeps: int = 1
+    """Sweeps timed with the official-style per-entry loop (its iterates equal the vectorised direct solver's)."""
+    block_shape: tuple[int, ...] = (40, 40, 40)
+    """Tensor shape of the single-block experiments (fixed point, ρ, stop rules)."""
+    block_rank: int = 5
+    """Rank of the single-block experiments."""
+    block_ps: tuple[float, ...] = (0.05, 0.1, 0.3, 0.7)
+    """Sample ratios of the ρ / inner-steps experiment."""
+    tucker_shape: tuple[int, ...] = (30, 30, 30)
+    """Tensor shape of the Kronecker (Tucker core) black-box experiment."""
+    accuracy_margin: float = 0.02
+    """Lifted 'reaches the direct accuracy' when its held-out RRE is within this relative margin."""
+    max_inner: int = 1024
+    """Cap on inner updates per ALS step."""
 
     def __post_init__(self) -> None:
-        check_positive(self, "n", "dim", "seeds")
-        check_non_negative(self, "noise", "ridge")
+        check_positive(self, "seeds", "rank", "n_sweeps", "loop_sweeps", "block_rank", "max_inner")
+        if len(self.shape) < 2 or any(s < 2 for s in self.shape):
+            raise RichardsonTcError(f"shape must have >= 2 sizes >= 2, got {self.shape}")
+        if not self.ps or any(not 0 < p <= 1 for p in self.ps):
+            raise RichardsonTcError(f"ps must be sample ratios in (0, 1], got {self.ps}")
 
 
-def paper() -> Config:
-    """The paper's settings."""
-    return Config()
+def paper() -> SolverOptions:
+    """The released code's settings: rank 16, ε = 0.01 with the official stop rule, 10 sweeps, 1024 inner steps."""
+    return SolverOptions(rank=16, tol=0.01, stop_rule="official", accelerate=True)
 
 
-def cpu() -> Config:
-    """Our CPU-scale settings."""
-    return replace(paper(), n=200)
+def cpu() -> SolverOptions:
+    """Our defaults: rank 8, the block-convergence stop rule at ε = 1e-3, accelerated."""
+    return SolverOptions(rank=8, tol=1e-3, stop_rule="step", accelerate=True)
 
 
-BUDGETS = Budgets(smoke=replace(cpu(), n=50, seeds=1), quick=replace(cpu(), seeds=3), full=replace(paper(), seeds=5))
+BUDGETS = Budgets(
+    smoke=Config(seeds=1, shape=(16, 16, 16), rank=3, ps=(0.3, 0.9), n_sweeps=2, eps_grid=(0.01, 1e-3),
+                 block_shape=(12, 12, 12), block_rank=3, block_ps=(0.3, 0.7), tucker_shape=(14, 14, 14),
+                 max_inner=200),
+    quick=Config(seeds=3, shape=(40, 40, 40), rank=6, ps=(0.05, 0.1, 0.5, 0.9), n_sweeps=8,
+                 block_shape=(30, 30, 30), block_rank=4, tucker_shape=(20, 20, 20)),
+    full=Config(seeds=5),
+)

@@ -4,4 +4,4 @@ from icml25.errors import UserInputError
 
 
 class RichardsonTcError(UserInputError):
-    """Bad input to richardson-tc."""
+    """Bad input to richardson-tc (the message names the field and what is allowed)."""

@@ -1,44 +1,312 @@
-"""Side-by-side reproduction of the paper's claims for richardson-tc: a list of experiments.
+"""Side-by-side reproduction of Ghadiri et al. (ICML 2025) at CPU scale: a list of experiments.
 
-REPLACE the example experiment with the paper's; keep the shape: each experiment is ``(cfg, seeds, out) ->
-Section`` and compares the method with its baselines on the same data and seeds (tuned alike with
-``icml25.tuning``), with verdicts from the per-seed numbers.
+1. ``block_fixed_point`` — one ALS block: lifted Richardson converges to the direct masked solve; how far the
+   released loss-decrease stop rule and our block-convergence rule stop from it (the audit in the README).
+2. ``rate_vs_p`` — the contraction ρ of the error map against 1 − p, and inner updates ∝ 1/p.
+3. ``speed_accuracy`` — CP completion of a random rank-R tensor at every p: direct (vectorised), the official-style
+   per-entry loop, EM-ALS, lifted ± acceleration, leverage-sampled lifted, and the released stop rule; same tensor,
+   Ω and N(0, 0.1²) start per seed. The lifted ε is chosen on a separate validation instance (its own tensor, Ω and
+   start) as the fastest ε of the grid whose held-out RRE is within ``accuracy_margin`` of the direct solver's;
+   direct, the loop and EM-ALS have no knob.
+4. ``kronecker_black_box`` — the same driver with a Tucker-core (Kronecker) regression as the black box reaches the
+   masked least-squares solution of the explicit ``np.kron`` design.
 """
 
 from __future__ import annotations
 
+import time
+import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from icml25.claims import Claim, Report
 from icml25.experiment import Section, run_experiments
+from icml25.tuning import select, selections_table
 
+from richardson_tc.bench import timed_run
 from richardson_tc.config import BUDGETS, Config
-from richardson_tc.data import make_data
-from richardson_tc.method import fit, predict
+from richardson_tc.cp import init_factors, unfold
+from richardson_tc.data import ObservedEntries, make_tensor, sample_mask
+from richardson_tc.richardson import lifted_richardson
+from richardson_tc.solvers import CPModeSolver, KroneckerSolver, masked_lstsq
+
+LOGS = ("official repo's stored logs (rank 16, 10 sweeps, ε = 0.01, per ALS step, lifted+accel vs the per-entry "
+        "loop): 5× at p = 0.1, 22× at 0.5, 35–37× at 0.9–1.0; abstract: 'can be 100x faster than direct methods'")
+VAL_SEED = 10_000
+"""Seed of the validation instance (tensor, Ω, start), never a test seed."""
 
 
-def recovery(cfg: Config, seeds: list[int], out: Path) -> Section:
-    """Test error of the method against the mean predictor on fresh inputs, one dataset per seed."""
-    sec = Section("recovery")
-    ours, base = [], []
+def _block(cfg: Config, seed: int, p: float):
+    """A single mode-0 ALS block: noisy rank-R tensor, Ω at rate p, factors from a N(0, 1) start."""
+    shape, r = cfg.block_shape, cfg.block_rank
+    x = make_tensor("cp", shape=shape, rank=r, seed=seed)
+    x = x + 0.1 * np.std(x) * np.random.default_rng(seed + 1).standard_normal(shape)
+    mask = sample_mask(shape, p, seed=seed + 2)
+    f = init_factors(shape, r, seed=seed + 3, scale=1.0)
+    direct = masked_lstsq(ObservedEntries.from_mask(x, mask), f, 0)
+    obs = (unfold(mask, 0), unfold(np.where(mask, x, 0.0), 0))
+    return f, obs, direct
+
+
+def _dist(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+def block_fixed_point(cfg: Config, seeds: list[int], out: Path) -> Section:
+    sec = Section("block_fixed_point")
+    p = 0.1
+    fixed, rows, by_rule = [], [], {}
     for s in seeds:
-        x, y, w_true = make_data(cfg.n, cfg.dim, noise=cfg.noise, seed=s)
-        x_test = np.random.default_rng(10_000 + s).standard_normal((cfg.n, cfg.dim))
-        y_test = x_test @ w_true
-        w = fit(x, y, ridge=cfg.ridge)
-        ours.append(float(np.mean((predict(w, x_test) - y_test) ** 2)))
-        base.append(float(np.mean((y.mean() - y_test) ** 2)))
+        f, obs, direct = _block(cfg, s, p)
+        res = lifted_richardson(CPModeSolver(f, 0), f[0], obs, tol=1e-13, max_inner=20_000)
+        fixed.append(_dist(res.x, direct))
+        for rule in ("official", "step"):
+            for eps in cfg.eps_grid:
+                r = lifted_richardson(CPModeSolver(f, 0), f[0], obs, tol=eps, stop_rule=rule)
+                by_rule.setdefault((rule, eps), []).append((_dist(r.x, direct), r.updates))
+    sec.add(Claim.threshold(
+        claim="Lifted Richardson's fixed point is the direct masked least-squares solve of the ALS block",
+        metric="relative distance to the direct solve", ours=fixed, threshold=1e-8, higher_is_better=False,
+        kind="property", paper="paper §3: preconditioned Richardson on the TC normal equations converges to the "
+        "masked solution (ρ < 1)", note=f"{cfg.block_shape}, R = {cfg.block_rank}, p = {p}, plain iteration"))
+    eps_cmp = 0.01 if 0.01 in cfg.eps_grid else cfg.eps_grid[0]
     sec.add(Claim.compare(
-        claim="Example: the fitted model predicts better than the mean of the targets",
-        metric="test MSE", ours=ours, baseline=base, baseline_name="mean predictor", higher_is_better=False,
-        paired=True, kind="property", paper="scaffold example: replace with the paper's claim and its table"))
-    sec.table("Example: test MSE per seed", ["seed", "ours", "mean predictor"],
-              [[s, o, b] for s, o, b in zip(seeds, ours, base)])
+        claim=f"Our block-convergence stop rule stops closer to the block solution than the released "
+              f"loss-decrease rule (ε = {eps_cmp})",
+        metric="relative distance to the direct solve", ours=[d for d, _ in by_rule[("step", eps_cmp)]],
+        baseline=[d for d, _ in by_rule[("official", eps_cmp)]], baseline_name="released stop rule",
+        higher_is_better=False, paired=True, kind="property",
+        paper="released code: stop when 1 − L_t/L_{t−1} < ε (the paper's ε grid); audit: 35–39 % away at ε = 0.1"))
+    for (rule, eps), v in by_rule.items():
+        rows.append([rule, eps, float(np.mean([d for d, _ in v])), float(np.mean([u for _, u in v]))])
+    sec.table(f"Stop rules on one ALS block (p = {p}): distance to the direct solve and inner updates "
+              f"(mean over seeds)", ["stop rule", "ε", "relative distance", "inner updates"], rows)
     return sec
 
 
-EXPERIMENTS = [recovery]
+def rate_vs_p(cfg: Config, seeds: list[int], out: Path) -> Section:
+    sec = Section("rate_vs_p")
+    slopes, rows = [], {p: [] for p in cfg.block_ps}
+    for s in seeds:
+        counts = []
+        for p in cfg.block_ps:
+            f, obs, direct = _block(cfg, s, p)
+            solver, x, errs = CPModeSolver(f, 0), f[0], []
+            for _ in range(5000):
+                x = lifted_richardson(solver, x, obs, tol=0.5, max_inner=1).x
+                errs.append(_dist(x, direct))
+                if errs[-1] < 1e-8:
+                    break
+            ratios = [b / a for a, b in zip(errs, errs[1:]) if a > 1e-12]
+            rho = float(np.median(ratios[-10:])) if ratios else 0.0
+            counts.append(len(errs))
+            rows[p].append((rho, len(errs)))
+        slopes.append(float(np.polyfit(np.log(cfg.block_ps), np.log(counts), 1)[0]))
+    sec.add(Claim.threshold(
+        claim="Inner updates to reach the block solution scale like 1/p (log-log slope within 0.3 of −1)",
+        metric="|slope + 1| of log(updates to 1e-8) vs log p", ours=[abs(v + 1) for v in slopes], threshold=0.3,
+        higher_is_better=False, kind="property",
+        paper="paper §3 / note: ρ ≈ 1 − p for uniform Ω ⇒ about log(1/ε)/p inner steps",
+        note="slopes per seed: " + ", ".join(f"{v:.2f}" for v in slopes)))
+    sec.table("Contraction of the error map vs 1 − p (one ALS block, mean over seeds)",
+              ["p", "measured ρ (asymptotic error ratio)", "1 − p", "updates to 1e-8", "updates × p"],
+              [[p, float(np.mean([r for r, _ in v])), 1 - p, float(np.mean([n for _, n in v])),
+                float(np.mean([n for _, n in v])) * p] for p, v in rows.items()])
+    return sec
+
+
+def _problem(cfg: Config, seed: int, p: float):
+    x = make_tensor("cp", shape=cfg.shape, rank=cfg.rank, seed=seed)
+    return x, sample_mask(cfg.shape, p, seed=seed + 100)
+
+
+def _select_eps(cfg: Config, p: float) -> tuple[Any, float]:
+    """Fastest ε (accelerated lifted) whose validation held-out RRE is within the margin of the direct solver's."""
+    x, mask = _problem(cfg, VAL_SEED, p)
+    kw = dict(rank=cfg.rank, n_sweeps=cfg.n_sweeps, seed=VAL_SEED, max_inner=cfg.max_inner)
+    direct = timed_run(x, mask, "direct", **kw)["test_rre"]
+
+    def evaluate(params: dict[str, Any]) -> float:
+        r = timed_run(x, mask, "lifted-accel", tol=params["eps"], **kw)
+        ok = r["test_rre"] <= (1 + cfg.accuracy_margin) * direct
+        return r["total"] if ok else 1e3 + r["test_rre"]  # too inaccurate: ranked after every accurate ε
+
+    sel = select(evaluate, {"eps": list(cfg.eps_grid)}, name=f"lifted+accel ε at p = {p}", higher_is_better=False)
+    return sel, direct
+
+
+VARIANTS = ("direct", "direct-loop", "em", "lifted", "lifted-accel", "lifted-sampled", "released rule")
+LABELS = {"direct": "direct (vectorised)", "direct-loop": "direct (official per-entry loop)", "em": "EM-ALS",
+          "lifted": "lifted", "lifted-accel": "lifted + accel", "lifted-sampled": "lifted, leverage-sampled",
+          "released rule": "lifted + accel, released stop rule ε = 0.01"}
+
+
+def speed_accuracy(cfg: Config, seeds: list[int], out: Path) -> Section:
+    sec = Section("speed_accuracy")
+    sels, eps_of = {}, {}
+    for p in cfg.ps:
+        sel, _ = _select_eps(cfg, p)
+        sels[f"p = {p}"] = sel
+        eps_of[p] = sel.params["eps"]
+    res: dict[tuple[float, str], list[dict[str, Any]]] = {}
+    for s in seeds:
+        for p in cfg.ps:
+            x, mask = _problem(cfg, s, p)
+            kw = dict(rank=cfg.rank, n_sweeps=cfg.n_sweeps, seed=s, max_inner=cfg.max_inner)
+            for v in VARIANTS:
+                if v == "released rule":
+                    r = timed_run(x, mask, "lifted-accel", tol=0.01, stop_rule="official", **kw)
+                else:
+                    r = timed_run(x, mask, v, tol=eps_of[p], loop_sweeps=cfg.loop_sweeps, **kw)
+                r.pop("history")
+                res.setdefault((p, v), []).append(r)
+            res[(p, "direct-loop")][-1]["test_rre"] = res[(p, "direct")][-1]["test_rre"]  # identical iterates
+
+    def vals(p, v, key):
+        return [r[key] for r in res[(p, v)]]
+
+    ps = list(cfg.ps)
+    for p in [q for q in (0.1, 0.5, 0.9) if q in ps] or [ps[-1]]:
+        sec.add(Claim.compare(
+            claim=f"Lifted + acceleration is faster than the official-style direct loop at equal accuracy (p = {p})",
+            metric="total solve time (s)", ours=vals(p, "lifted-accel", "total"),
+            baseline=vals(p, "direct-loop", "total"), baseline_name=LABELS["direct-loop"], higher_is_better=False,
+            paired=True, paper=LOGS, note=f"ε = {eps_of[p]} chosen on validation; loop total extrapolated from "
+            f"{cfg.loop_sweeps} measured sweep(s)"))
+    for p in [q for q in (0.1, 0.9) if q in ps] or [ps[0]]:
+        sec.add(Claim.compare(
+            claim=f"Lifted + acceleration is faster than a vectorised direct masked solver (p = {p})",
+            metric="total solve time (s)", ours=vals(p, "lifted-accel", "total"), baseline=vals(p, "direct", "total"),
+            baseline_name=LABELS["direct"], higher_is_better=False, paired=True,
+            paper="abstract: 'can be 100x faster than direct methods'; note: against a grouped BLAS direct solver "
+                  "the gain is ≈ pR/k and can be < 1 at small p"))
+    p_lo = min([q for q in ps if q >= 0.1] or ps)
+    margin = cfg.accuracy_margin * float(np.mean(vals(p_lo, "direct", "test_rre")))
+    sec.add(Claim.compare(
+        claim=f"Lifted + acceleration reaches the direct solver's held-out error (within {cfg.accuracy_margin:.0%}, "
+              f"p = {p_lo})", metric="held-out RRE", ours=vals(p_lo, "lifted-accel", "test_rre"),
+        baseline=vals(p_lo, "direct", "test_rre"), baseline_name=LABELS["direct"], higher_is_better=False,
+        margin=-margin, paired=True,
+        paper="official logs, random CP-16 100³, p = 0.1: RRE² 0.0023 (direct) vs 0.0050 (lifted+accel, ε = 0.01)"))
+    sec.add(Claim.compare(
+        claim=f"EM-ALS (one inner step) is less accurate than lifting at low p (p = {p_lo})", metric="held-out RRE",
+        ours=vals(p_lo, "lifted-accel", "test_rre"), baseline=vals(p_lo, "em", "test_rre"),
+        baseline_name=LABELS["em"], higher_is_better=False, paired=True,
+        paper="official logs, p = 0.1: √RRE 0.158 (lifted+accel) vs 0.338 (EM) hyperspectral; 0.375 vs 0.547 MRI"))
+    sec.add(Claim.compare(
+        claim=f"Acceleration cuts the inner updates at the same ε (p = {p_lo})", metric="inner updates per ALS step",
+        ours=vals(p_lo, "lifted-accel", "updates"), baseline=vals(p_lo, "lifted", "updates"),
+        baseline_name="lifted without acceleration", higher_is_better=False, paired=True,
+        paper="note: acceleration cuts inner steps about 2× (audit: 2–4× on single blocks)"))
+    p_hi = max(ps)
+    if p_hi > p_lo:
+        lift_ratio = [a / b for a, b in zip(vals(p_hi, "lifted-accel", "total"), vals(p_lo, "lifted-accel", "total"))]
+        dir_ratio = [a / b for a, b in zip(vals(p_hi, "direct", "total"), vals(p_lo, "direct", "total"))]
+        sec.add(Claim.compare(
+            claim=f"Direct time grows with p while lifted time does not (time at p = {p_hi} / time at p = {p_lo})",
+            metric="time ratio", ours=lift_ratio, baseline=dir_ratio, baseline_name=LABELS["direct"],
+            higher_is_better=False, paired=True,
+            paper="official logs: direct time linear in p; lifted time roughly flat in p"))
+    sec.add(Claim.compare(
+        claim=f"A leverage-sampled inner update is cheaper than an exact lifted update (p = {p_lo})",
+        metric="seconds per inner update",
+        ours=[r["total"] / (r["updates"] * cfg.n_sweeps * len(cfg.shape)) for r in res[(p_lo, "lifted-sampled")]],
+        baseline=[r["total"] / (r["updates"] * cfg.n_sweeps * len(cfg.shape)) for r in res[(p_lo, "lifted")]],
+        baseline_name="exact lifted update", higher_is_better=False, paired=True, kind="target",
+        paper="paper: leverage-score sampled inner solves make each step sublinear in ∏ I_k (no CP numbers; the "
+              "released CP runs are all exact)",
+        note=f"{cfg.shape}: sampling draws 64·R of the {int(np.prod(cfg.shape[1:]))} Khatri–Rao rows per step"))
+
+    rows = []
+    for p in ps:
+        d, lp = np.mean(vals(p, "direct", "total")), np.mean(vals(p, "direct-loop", "total"))
+        for v in VARIANTS:
+            t = np.mean(vals(p, v, "total"))
+            rows.append([p, LABELS[v], eps_of[p] if v in ("lifted", "lifted-accel", "lifted-sampled") else "",
+                         float(t), 1e3 * float(np.mean(vals(p, v, "step_median"))), float(np.mean(vals(p, v, "updates"))),
+                         float(np.mean(vals(p, v, "test_rre"))), float(d / t), float(lp / t)])
+    sec.table(f"CP completion, random rank-{cfg.rank} {cfg.shape}, {cfg.n_sweeps} sweeps (mean over seeds)",
+              ["p", "solver", "ε", "total s", "ms / ALS step", "inner updates / step", "held-out RRE",
+               "speed-up vs direct", "speed-up vs loop"], rows)
+    cols, srows = selections_table(sels)
+    sec.table("Lifted ε chosen on the validation instance (fastest ε within the accuracy margin of direct)",
+              cols, srows)
+    sec.notes += [s.note() for s in sels.values()]
+    sec.tables.update(_memory_table(cfg, seeds[0], eps_of))
+    sec.figures += _figures(cfg, res, out)
+    return sec
+
+
+def _memory_table(cfg: Config, seed: int, eps_of: dict[float, float]) -> dict[str, Any]:
+    p = max(cfg.ps)
+    x, mask = _problem(cfg, seed, p)
+    rows = []
+    for v in ("direct", "em", "lifted-accel"):
+        tracemalloc.start()
+        timed_run(x, mask, v, rank=cfg.rank, n_sweeps=1, seed=seed, tol=eps_of[p])
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        rows.append([LABELS[v], p, peak / 2**20, x.nbytes / 2**20])
+    return {f"Peak memory of one sweep (tracemalloc, seed {seed})": (
+        ["solver", "p", "peak MiB", "tensor MiB"], rows)}
+
+
+def _figures(cfg: Config, res: dict, out: Path) -> list[str]:
+    from icml25.plots import _plt, save_figure
+
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    for v in VARIANTS:
+        t = [np.mean([r["total"] for r in res[(p, v)]]) for p in cfg.ps]
+        e = [np.mean([r["test_rre"] for r in res[(p, v)]]) for p in cfg.ps]
+        axes[0].plot(cfg.ps, t, marker="o", label=LABELS[v])
+        if v != "direct-loop":
+            axes[1].plot(cfg.ps, e, marker="o", label=LABELS[v])
+    axes[0].set(xlabel="sample ratio p", ylabel="total time (s)", yscale="log", title="time (10 sweeps)")
+    axes[1].set(xlabel="sample ratio p", ylabel="held-out RRE", yscale="log", title="accuracy")
+    axes[0].legend(fontsize=6)
+    save_figure(fig, out / "speed_accuracy.png", dpi=90)
+    return ["speed_accuracy.png"]
+
+
+def kronecker_black_box(cfg: Config, seeds: list[int], out: Path) -> Section:
+    sec = Section("kronecker_black_box")
+    dists, t_lift, t_dir = [], [], []
+    for s in seeds:
+        rng = np.random.default_rng(s)
+        shape, r = cfg.tucker_shape, 4
+        x = make_tensor("tucker", shape=shape, rank=r, seed=s)
+        x = x + 0.05 * np.std(x) * rng.standard_normal(shape)
+        us = [rng.standard_normal((n, r)) for n in shape]
+        mask = sample_mask(shape, 0.1, seed=s + 1)
+        t0 = time.perf_counter()
+        rows_kron = np.ones((int(mask.sum()), r ** len(shape)))
+        idx = np.argwhere(mask)
+        for k, u in enumerate(us):  # observed rows of ⊗_k U_k only (never the full design)
+            rows_kron = (rows_kron.reshape(len(idx), *([r] * len(shape))) *
+                         u[idx[:, k]].reshape(len(idx), *([1] * k), r, *([1] * (len(shape) - k - 1)))).reshape(
+                len(idx), -1)
+        ref = np.linalg.lstsq(rows_kron, x[mask], rcond=None)[0].reshape([r] * len(shape))
+        t_dir.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        lif = lifted_richardson(KroneckerSolver(us), np.zeros([r] * len(shape)), (mask, x), tol=1e-10,
+                                max_inner=5000, accelerate=True)
+        t_lift.append(time.perf_counter() - t0)
+        dists.append(_dist(lif.x, ref))
+    sec.add(Claim.threshold(
+        claim="With a Tucker-core (Kronecker) regression as the black box, lifting reaches the masked solution",
+        metric="relative distance to lstsq on the observed Kronecker rows", ours=dists, threshold=1e-6,
+        higher_is_better=False, kind="property",
+        paper="paper: the lifted solver takes any structured TD regression solver as a black box (CP, Tucker, TT)",
+        note=f"{cfg.tucker_shape}, core 4×4×4, p = 0.1, ε = 1e-10 with acceleration"))
+    sec.table("Kronecker (Tucker core) regression at p = 0.1 (mean over seeds)",
+              ["solver", "seconds"], [["direct lstsq on the observed rows", float(np.mean(t_dir))],
+                                      ["lifted + accel (ε = 1e-10)", float(np.mean(t_lift))]])
+    return sec
+
+
+EXPERIMENTS = [block_fixed_point, rate_vs_p, speed_accuracy, kronecker_black_box]
 
 
 def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
