@@ -109,8 +109,8 @@ class Config:
     """Horizons of the AB vs PB gradient-variance experiment."""
     var_samples: int = 2000
     """Single-trajectory gradient estimates per horizon and seed."""
-    var_sigma: float = 0.3
-    """σ of the variance experiment (AB and PB)."""
+    var_sigmas: tuple[float, ...] = (0.1, 0.3)
+    """σ values of the variance experiment (AB and PB)."""
     timing_iters: int = 100
     """Iterations per timing measurement (per method and seed)."""
     swimmer: bool = True
@@ -125,12 +125,12 @@ class Config:
     def __post_init__(self) -> None:
         check_positive(self, "seeds", "val_seeds", "horizon", "batch", "iterations", "phases", "eval_every",
                        "var_samples", "timing_iters", "swimmer_iterations", "swimmer_batch", "swimmer_horizon")
-        check_positive(self, "sigma_lr", "var_sigma", integer=False)
+        check_positive(self, "sigma_lr", integer=False)
         check_non_negative(self, "extend")
         _check_gamma(self.gamma)
         if self.iterations % self.phases:
             raise PesError(f"iterations ({self.iterations}) must be a multiple of phases ({self.phases})")
-        for name in ("static_sigmas", "lr_grid", "gap_sigmas"):
+        for name in ("static_sigmas", "lr_grid", "gap_sigmas", "var_sigmas"):
             vals = getattr(self, name)
             if not vals or not all(math.isfinite(v) and v > 0 for v in vals):
                 raise PesError(f"{name} must be a non-empty tuple of positive numbers, got {vals!r}")
