@@ -1,45 +1,92 @@
-"""Configuration of k2ie: one frozen dataclass per concern, named presets, and the reproduce budgets.
-
-The CLI is generated from these dataclasses (tyro); the field docstrings are the help text.
-REPLACE the example fields with the method's own (keep the presets and the budgets).
-"""
+"""Configuration of k2ie: frozen dataclasses (the CLI help comes from the field docstrings), presets and the
+reproduce budgets."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal
 
-from icml25.errors import check_non_negative, check_positive
+from icml25.errors import check_positive
 from icml25.experiment import Budgets
+
+from k2ie.errors import K2ieError
+
+
+@dataclass(frozen=True)
+class EstimatorConfig:
+    """One estimator's hyper-parameters (used as is when --select is off, else the grid is searched)."""
+
+    kernel: Literal["gaussian", "laplace", "cauchy"] = "gaussian"
+    """Base kernel k (product over dimensions, inverse scale b)."""
+    a: float = 1.0
+    """Regularisation weight γ of K²IE / Flaxman (> 0); ignored by KIE."""
+    b: float = 0.1
+    """Inverse length scale of the kernel (> 0), the same in every dimension."""
+    n_features: int = 500
+    """Random Fourier features M (even, >= 2)."""
+    qmc: bool = True
+    """Scrambled Halton frequencies (True) or i.i.d. (False)."""
+    # validated by the estimators themselves (a clear K2ieError naming the field)
 
 
 @dataclass(frozen=True)
 class Config:
-    """Example method (ridge regression on data with a known ground truth)."""
+    """Budget of a ``reproduce`` run (the paper's protocol scaled to 2 CPU cores)."""
 
-    n: int = 400
-    """Training examples."""
-    dim: int = 8
-    """Input dimension."""
-    noise: float = 0.1
-    """Noise standard deviation of the targets."""
-    ridge: float = 1e-3
-    """Ridge penalty lambda of the closed form w = (X^T X + lambda I)^-1 X^T y."""
     seeds: int = 5
-    """Seeds of a reproduce run."""
+    """Trials (one simulated data set per trial and seed)."""
+    n_features: int = 500
+    """Random Fourier features M of K²IE and Flaxman (paper: 500)."""
+    grid_size: int = 6
+    """Points per axis of the (a, b) log grid over [0.1, 100] (paper: 10); KIE gets grid_size² bandwidths."""
+    n_splits: int = 3
+    """p-thinning hold-out splits (paper: 5)."""
+    p: float = 0.6
+    """Thinning probability of the training split (paper: 0.6)."""
+    datasets_1d: tuple[str, ...] = ("l1", "l1x10", "l2", "l3")
+    """1-D truths: l1, l2, l3 (λ¹, λ², λ³) and their ×10 versions l1x10, l2x10, l3x10."""
+    p_cells: tuple[float, ...] = (0.5, 0.75, 1.0)
+    """Cell-selection probabilities of the fragmented 2-D windows."""
+    edge_fraction: float = 0.1
+    """Width of the edge band, as a fraction of the window side (1-D) / of one cell (2-D, × 2.5)."""
+    time_ns: tuple[int, ...] = (50, 100, 200, 400, 800)
+    """Data sizes N of the time-versus-N experiment (λ¹ scaled, fixed M)."""
+    rff_ms: tuple[int, ...] = (20, 50, 100, 200, 500, 1000)
+    """Feature counts M of the kernel-approximation experiment."""
+    release_fie: bool = True
+    """Also fit Flaxman with the released optimiser (Adam, lr 1e-3, <= 999 steps) at the selected (a, b)."""
+    quad_per_unit: float = 3.0
+    """Quadrature panels per unit length for the 2-D error integrals (1-D uses 20 per unit of the λ² window)."""
 
     def __post_init__(self) -> None:
-        check_positive(self, "n", "dim", "seeds")
-        check_non_negative(self, "noise", "ridge")
+        check_positive(self, "seeds", "n_features", "grid_size", "n_splits")
+        if self.n_features % 2:
+            raise K2ieError(f"n_features must be even, got {self.n_features}")
+        if not 0 < self.p < 1:
+            raise K2ieError(f"p must be in (0, 1), got {self.p}")
+        allowed = {"l1", "l2", "l3", "l1x10", "l2x10", "l3x10"}
+        bad = set(self.datasets_1d) - allowed
+        if bad:
+            raise K2ieError(f"datasets_1d: unknown {sorted(bad)}; allowed {sorted(allowed)}")
+        if any(not 0 < q <= 1 for q in self.p_cells):
+            raise K2ieError(f"p_cells must lie in (0, 1], got {self.p_cells}")
 
 
 def paper() -> Config:
-    """The paper's settings."""
-    return Config()
+    """The released scripts' protocol: 10×10 grid, 5 splits, 20 trials (100 in the paper), all six 1-D sets."""
+    return Config(seeds=20, grid_size=10, n_splits=5, datasets_1d=("l1", "l1x10", "l2", "l2x10", "l3", "l3x10"))
 
 
 def cpu() -> Config:
-    """Our CPU-scale settings."""
-    return replace(paper(), n=200)
+    """Our CPU scale: 6×6 grid, 3 splits, 5 trials, four 1-D sets and three 2-D windows."""
+    return Config()
 
 
-BUDGETS = Budgets(smoke=replace(cpu(), n=50, seeds=1), quick=replace(cpu(), seeds=3), full=replace(paper(), seeds=5))
+
+BUDGETS = Budgets(
+    smoke=replace(cpu(), seeds=1, n_features=100, grid_size=3, n_splits=2, datasets_1d=("l1",), p_cells=(0.5,),
+                  time_ns=(50, 100), rff_ms=(20, 100), release_fie=False, quad_per_unit=2.0),
+    quick=replace(cpu(), seeds=3, grid_size=5, n_splits=2, datasets_1d=("l1", "l2"), p_cells=(0.5, 1.0),
+                  time_ns=(50, 200, 800), rff_ms=(20, 100, 500)),
+    full=cpu(),
+)

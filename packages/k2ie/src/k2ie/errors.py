@@ -4,4 +4,4 @@ from icml25.errors import UserInputError
 
 
 class K2ieError(UserInputError):
-    """Bad input to k2ie."""
+    """Bad input to k2ie (the message names the field and what is allowed)."""
