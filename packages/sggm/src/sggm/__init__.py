@@ -1,4 +1,5 @@
-"""sggm: A Non-Asymptotic Convergent Analysis for Scored-Based Graph Generative Model via a System of Stochastic Differential Equations (ICML 2025).
+"""sggm: score-based graph generation as a system of dependent SDEs (Su & Wu, ICML 2025), its convergence measured
+exactly on Gaussian graph models, plus a learned GDSS-style score.
 
 Import is cheap: public names resolve on first use.
 """
@@ -8,9 +9,21 @@ from icml25.lazy import lazy_exports
 __version__ = "0.1.0"
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "VP": "sggm.sde",
+    "VE": "sggm.sde",
+    "GaussianGraphModel": "sggm.gaussian",
+    "SamplerLaw": "sggm.gaussian",
+    "gaussian_kl": "sggm.kl",
+    "monte_carlo_kl": "sggm.kl",
+    "sample": "sggm.sampler",
+    "ScoreNetwork": "sggm.score_net",
+    "train_score": "sggm.score_net",
+    "regular_graph": "sggm.graphs",
+    "powerlaw_graph": "sggm.graphs",
+    "laplacian": "sggm.graphs",
+    "normalized_adjacency": "sggm.graphs",
+    "degree_mmd": "sggm.metrics",
+    "spectrum_mmd": "sggm.metrics",
     "Config": "sggm.config",
-    "fit": "sggm.method",
-    "predict": "sggm.method",
-    "make_data": "sggm.data",
     "SggmError": "sggm.errors",
 })

@@ -1,45 +1,119 @@
-"""Configuration of sggm: one frozen dataclass per concern, named presets, and the reproduce budgets.
+"""Configuration of sggm's ``reproduce``: one frozen dataclass, named presets, and the budgets.
 
-The CLI is generated from these dataclasses (tyro); the field docstrings are the help text.
-REPLACE the example fields with the method's own (keep the presets and the budgets).
+The paper's Fig. 1 setting: regular vs power-law graphs of growing size with 50 node features. Everything except the
+learned-score check is closed-form (exact Gaussian laws), so the seeds only change the random graphs (and the
+Monte-Carlo noise and network initialisation of the learned score).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from icml25.errors import check_non_negative, check_positive
+from icml25.errors import check_positive
 from icml25.experiment import Budgets
+
+from sggm.errors import SggmError
 
 
 @dataclass(frozen=True)
 class Config:
-    """Example method (ridge regression on data with a known ground truth)."""
+    """Sizes and knobs of the experiments of ``sggm reproduce``."""
 
-    n: int = 400
-    """Training examples."""
-    dim: int = 8
-    """Input dimension."""
-    noise: float = 0.1
-    """Noise standard deviation of the targets."""
-    ridge: float = 1e-3
-    """Ridge penalty lambda of the closed form w = (X^T X + lambda I)^-1 X^T y."""
     seeds: int = 5
-    """Seeds of a reproduce run."""
+    """Seeds (random graphs, Monte-Carlo noise, network initialisation)."""
+    n_features: int = 50
+    """F: node features (the paper's Fig. 1 uses 50)."""
+    alpha: float = 1.0
+    """α in the feature covariance Σ_A = (I + αL)⁻¹."""
+    beta: float = 1.0
+    """Constant β of the VP SDE of the features (β_min = β_max)."""
+    T: float = 8.0
+    """Diffusion length of the paradigm-1 sweeps."""
+    n_steps: int = 100
+    """N, Euler–Maruyama steps where N is not swept."""
+    t_min: float = 1e-3
+    """The reverse system stops at t_min."""
+    mean_degree: int = 4
+    """Regular degree d; the power-law graphs are Barabási–Albert with m = d/2 (equal mean degree)."""
+    n_sweep: int = 50
+    """n of the N- and T-sweeps."""
+    n_grid: tuple[int, ...] = (10, 20, 50, 100, 200)
+    """Graph sizes of the topology sweep."""
+    N_grid: tuple[int, ...] = (25, 50, 100, 200, 400, 800, 1600, 3200)
+    """Step counts of the N-sweep."""
+    T_grid: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+    """Diffusion lengths of the T-sweep."""
+    T_sweep_steps: int = 100
+    """N of the T-sweep (fixed)."""
+    fine_steps: int = 4000
+    """'Very fine N' that isolates the score-error term."""
+    score_error: float = 0.05
+    """ε of the perturbed score Σ_t⁻¹ + εI."""
+    joint_n: int = 10
+    """n of the joint model (dense, D = nF + n(n-1)/2)."""
+    joint_features: int = 4
+    """F of the joint model."""
+    couplings: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0)
+    """Couplings c of the joint model."""
+    joint_steps: int = 100
+    """N of the joint model (T = 1, VP(0.1, 20) for X, VE(0.2, 10) for A)."""
+    perf_n: int = 200
+    """n of the eigenbasis-vs-dense timing."""
+    mc_chains: int = 2000
+    """Monte-Carlo chains (each with F feature columns) of the exact-law check."""
+    mc_n: int = 20
+    """n of the Monte-Carlo check."""
+    learned_seeds: int = 3
+    """Seeds of the learned-score check (at most ``seeds``)."""
+    learned_n: int = 16
+    """Nodes of the learned-score graphs."""
+    learned_features: int = 4
+    """F of the learned-score check."""
+    learned_train: int = 2048
+    """Training draws of the learned score."""
+    learned_steps: int = 600
+    """DSM steps of the learned score."""
+    learned_chains: int = 512
+    """Sampler chains of the learned-score check."""
+    learned_N: tuple[int, int] = (20, 100)
+    """Coarse and fine N of the learned-score check."""
+    graph_train: int = 256
+    """Training graphs of the learned structure model (degree / spectrum MMD)."""
+    graph_steps: int = 400
+    """DSM steps of the learned structure model."""
+    graph_samples: int = 64
+    """Generated and reference graphs of the MMD."""
 
     def __post_init__(self) -> None:
-        check_positive(self, "n", "dim", "seeds")
-        check_non_negative(self, "noise", "ridge")
+        check_positive(self, "seeds", "n_features", "n_steps", "mean_degree", "n_sweep", "T_sweep_steps",
+                       "fine_steps", "joint_n", "joint_features", "joint_steps", "perf_n", "mc_chains", "mc_n",
+                       "learned_seeds", "learned_n", "learned_features", "learned_train", "learned_steps",
+                       "learned_chains", "graph_train", "graph_steps", "graph_samples")
+        check_positive(self, "alpha", "beta", "T", "t_min", integer=False)
+        if self.score_error < 0:
+            raise SggmError(f"score_error must be >= 0, got {self.score_error}")
+        if not 0 < self.t_min < min(min(self.T_grid), self.T):
+            raise SggmError(f"t_min must lie in (0, min(T, T_grid)), got {self.t_min}")
+        for name in ("n_grid", "N_grid", "T_grid", "couplings"):
+            if len(getattr(self, name)) < 2:
+                raise SggmError(f"{name} needs at least 2 values, got {getattr(self, name)}")
 
 
 def paper() -> Config:
-    """The paper's settings."""
+    """The paper's Fig. 1 scale where we can reach it (50 features, n up to 200); 5 seeds."""
     return Config()
 
 
 def cpu() -> Config:
-    """Our CPU-scale settings."""
-    return replace(paper(), n=200)
+    """Quick settings: 3 seeds, smaller learned-score budgets."""
+    return replace(paper(), seeds=3, learned_steps=300, graph_steps=200, mc_chains=1000, graph_train=128)
 
 
-BUDGETS = Budgets(smoke=replace(cpu(), n=50, seeds=1), quick=replace(cpu(), seeds=3), full=replace(paper(), seeds=5))
+BUDGETS = Budgets(
+    smoke=replace(cpu(), seeds=1, learned_seeds=1, n_grid=(10, 20), N_grid=(25, 50), T_grid=(1.0, 4.0),
+                  n_sweep=20, perf_n=40, mc_chains=50, mc_n=8, fine_steps=200, couplings=(0.0, 1.0), joint_n=6,
+                  joint_features=2, joint_steps=20, learned_steps=5, learned_chains=16, learned_train=64,
+                  learned_N=(5, 10), graph_train=16, graph_steps=3, graph_samples=8),
+    quick=cpu(),
+    full=paper(),
+)

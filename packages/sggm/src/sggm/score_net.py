@@ -1,0 +1,196 @@
+"""A learned, permutation-equivariant GDSS-style score model and its time-weighted denoising score matching.
+
+Score networks ``s_θ(X, A, t) ≈ ∇_X log p_t(X, A)`` and ``s_φ(X, A, t) ≈ ∇_A log p_t(X, A)``:
+
+* node states ``H⁰ = [X, emb(t)]``, then ``K`` dense GCN layers (``DenseGCNConv``: ``H' = D̂^{-1/2} Â D̂^{-1/2} H W``,
+  ``Â = A_t + I`` with the noisy, continuous adjacency as edge weights, degrees clamped at 1 as in PyG/GDSS) with
+  ``tanh`` and the time embedding added at every layer;
+* ``s_X = -ε̂_X(H) / √v_t`` (a per-node linear read-out, ``[B, n, F]``);
+* ``s_A = -ε̂_A / √v_t`` with ``ε̂_A[i, j] = MLP([h_i + h_j, h_i ⊙ h_j, A_t[i, j], emb(t)])``: symmetric by
+  construction, zero diagonal, ``[B, n, n]``.
+
+Every operation is node-wise or a sum over neighbours, so ``s(PX, PAPᵀ) = (P s_X, P s_A Pᵀ)`` for any permutation P.
+
+Loss (time-weighted DSM, weight ``λ(t) = v_t``): ``E_t E ‖√v_t s(X_t, A_t, t) + z‖²`` for each generated component,
+whose minimiser is the score ``∇ log p_t``; the regression target of the score itself is
+``-(Y_t - a_t Y_0)/v_t = -z/√v_t``.
+
+PyG is not a dependency of this package, so ``DenseGCNConv`` is written here (same equation as PyG's).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from sggm.errors import SggmError
+from sggm.sde import VE, VP
+
+
+class DenseGCNConv(nn.Module):
+    """``H' = D̂^{-1/2} (A + I) D̂^{-1/2} H W + b`` for dense ``A [B, n, n]``, ``H [B, n, d_in]``."""
+
+    def __init__(self, d_in: int, d_out: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(d_in, d_out, bias=False)
+        self.bias = nn.Parameter(torch.zeros(d_out))
+
+    def forward(self, h: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+        n = a.shape[-1]
+        a_hat = a + torch.eye(n, dtype=a.dtype, device=a.device)
+        dinv = a_hat.sum(-1).clamp(min=1.0).rsqrt()  # [B, n]
+        a_norm = dinv.unsqueeze(-1) * a_hat * dinv.unsqueeze(-2)
+        return a_norm @ self.lin(h) + self.bias
+
+
+def time_embedding(t: torch.Tensor, dim: int) -> torch.Tensor:
+    """Sinusoidal embedding ``[B, dim]`` of times ``t [B]``."""
+    half = dim // 2
+    freqs = torch.exp(-math.log(1000.0) * torch.arange(half, dtype=t.dtype, device=t.device) / max(half - 1, 1))
+    ang = t[:, None] * freqs[None, :] * 10.0
+    return torch.cat([ang.sin(), ang.cos()], dim=-1)
+
+
+class ScoreNetwork(nn.Module):
+    """Joint score model ``(X [B, n, F], A [B, n, n], t [B]) -> (s_X [B, n, F], s_A [B, n, n])``.
+
+    Keyword-only: ``n_features`` (F), ``sde_x``/``sde_a`` (their ``v_t`` scales the outputs), ``hidden`` (width),
+    ``depth`` (GCN layers), ``time_dim``.
+    """
+
+    def __init__(self, *, n_features: int, sde_x: VP | VE | None = None, sde_a: VP | VE | None = None,
+                 hidden: int = 32, depth: int = 2, time_dim: int = 16) -> None:
+        super().__init__()
+        if n_features < 1 or hidden < 1 or depth < 1 or time_dim < 2:
+            raise SggmError(f"n_features, hidden, depth must be >= 1 and time_dim >= 2, got {n_features}, {hidden}, "
+                            f"{depth}, {time_dim}")
+        self.config = {"n_features": n_features, "hidden": hidden, "depth": depth, "time_dim": time_dim,
+                       "sde_x": (sde_x or VP(1.0, 1.0)).to_dict(), "sde_a": (sde_a or VP(1.0, 1.0)).to_dict()}
+        self.sde_x, self.sde_a = sde_x or VP(1.0, 1.0), sde_a or VP(1.0, 1.0)
+        self.time_dim = time_dim
+        self.inp = nn.Linear(n_features + time_dim, hidden)
+        self.convs = nn.ModuleList(DenseGCNConv(hidden, hidden) for _ in range(depth))
+        self.temb = nn.ModuleList(nn.Linear(time_dim, hidden) for _ in range(depth))
+        self.out_x = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.Tanh(), nn.Linear(hidden, n_features))
+        self.out_a = nn.Sequential(nn.Linear(2 * hidden + 1 + time_dim, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+
+    def _std(self, sde, t: torch.Tensor) -> torch.Tensor:
+        v = torch.as_tensor(sde.var(t.detach().cpu().double().numpy()), dtype=t.dtype, device=t.device)
+        return v.clamp(min=1e-12).sqrt()
+
+    def forward(self, X: torch.Tensor, A: torch.Tensor, t: torch.Tensor, *, heads: str = "xa"
+                ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """``(s_X, s_A)``; ``heads="x"`` or ``"a"`` computes one of them (the other is ``None``)."""
+        b, n, _ = X.shape
+        if t.ndim == 0:
+            t = t.expand(b)
+        emb = time_embedding(t, self.time_dim)  # [B, time_dim]
+        h = torch.tanh(self.inp(torch.cat([X, emb[:, None, :].expand(b, n, -1)], dim=-1)))  # [B, n, hidden]
+        h0 = h
+        for conv, te in zip(self.convs, self.temb):
+            h = torch.tanh(conv(h, A) + te(emb)[:, None, :])
+        sx = sa = None
+        if "x" in heads:
+            eps_x = self.out_x(torch.cat([h, h0], dim=-1))  # [B, n, 2 hidden] -> [B, n, F]
+            sx = -eps_x / self._std(self.sde_x, t)[:, None, None]
+        if "a" not in heads:
+            return sx, None
+        hi, hj = h[:, :, None, :], h[:, None, :, :]
+        pair = torch.cat([(hi + hj).expand(b, n, n, -1), (hi * hj).expand(b, n, n, -1), A[..., None],
+                          emb[:, None, None, :].expand(b, n, n, -1)], dim=-1)  # [B, n, n, 2 hidden + 1 + time_dim]
+        eps_a = self.out_a(pair).squeeze(-1)
+        eps_a = 0.5 * (eps_a + eps_a.transpose(-1, -2)) * (1.0 - torch.eye(n, dtype=X.dtype, device=X.device))
+        sa = -eps_a / self._std(self.sde_a, t)[:, None, None]
+        return sx, sa
+
+    def numpy_scores(self, *, heads: str = "xa"):
+        """``(score_x, score_a)`` callables on numpy arrays for :func:`sggm.sample` (float32 inside, no grad);
+        with ``heads="x"`` (or ``"a"``) only that one is computed and the other callable is ``None``."""
+
+        def call(X, A, t):
+            with torch.no_grad():
+                Xt = torch.as_tensor(np.asarray(X), dtype=torch.float32)
+                At = torch.as_tensor(np.asarray(A), dtype=torch.float32)
+                sx, sa = self(Xt, At, torch.full((Xt.shape[0],), float(t)), heads=heads)
+            return (None if sx is None else sx.double().numpy()), (None if sa is None else sa.double().numpy())
+
+        cache: dict = {}
+
+        def score_x(X, A, t):
+            cache["xa"] = call(X, A, t)
+            return cache["xa"][0]
+
+        def score_a(X, A, t):  # the sampler calls score_x first at the same (X, A, t)
+            out = cache.pop("xa", None)
+            return (out if out is not None else call(X, A, t))[1]
+
+        if heads == "x":
+            return (lambda X, A, t: call(X, A, t)[0]), None
+        if heads == "a":
+            return None, (lambda X, A, t: call(X, A, t)[1])
+        return score_x, score_a
+
+
+def dsm_loss(net: ScoreNetwork, X0: torch.Tensor, A0: torch.Tensor, *, generate: str, T: float, t_min: float,
+             generator: torch.Generator | None = None) -> torch.Tensor:
+    """Time-weighted DSM loss on a batch ``X0 [B, n, F]``, ``A0 [B, n, n]``; ``generate`` in ``{"X", "A", "both"}``
+    (the other component is passed clean, as the condition)."""
+    b, n, _ = X0.shape
+    t = t_min + (T - t_min) * torch.rand(b, generator=generator, dtype=X0.dtype)
+    loss = X0.new_zeros(())
+    Xt, At = X0, A0
+    if generate in ("X", "both"):
+        zx = torch.randn(X0.shape, generator=generator, dtype=X0.dtype)
+        a = torch.as_tensor(net.sde_x.mean_coef(t.double().numpy()), dtype=X0.dtype)[:, None, None]
+        sd = torch.as_tensor(np.sqrt(net.sde_x.var(t.double().numpy())), dtype=X0.dtype)[:, None, None]
+        Xt = a * X0 + sd * zx
+    if generate in ("A", "both"):
+        za = torch.triu(torch.randn(A0.shape, generator=generator, dtype=A0.dtype), 1)
+        za = za + za.transpose(-1, -2)
+        a = torch.as_tensor(net.sde_a.mean_coef(t.double().numpy()), dtype=A0.dtype)[:, None, None]
+        sd_a = torch.as_tensor(np.sqrt(net.sde_a.var(t.double().numpy())), dtype=A0.dtype)[:, None, None]
+        At = a * A0 + sd_a * za
+    sx, sa = net(Xt, At, t, heads={"X": "x", "A": "a", "both": "xa"}[generate])
+    if generate in ("X", "both"):
+        loss = loss + ((sd * sx + zx) ** 2).sum(dim=(-1, -2)).mean()
+    if generate in ("A", "both"):
+        iu = torch.triu_indices(n, n, 1)
+        r = (sd_a * sa + za)[:, iu[0], iu[1]]
+        loss = loss + (r**2).sum(-1).mean()
+    return loss
+
+
+def train_score(net: ScoreNetwork, X0: np.ndarray, A0: np.ndarray, *, generate: str = "both", steps: int = 500,
+                batch_size: int = 64, lr: float = 2e-3, T: float = 1.0, t_min: float = 1e-3, seed: int = 0,
+                progress: bool = False) -> list[float]:
+    """Train ``net`` by time-weighted DSM on the dataset ``X0 [S, n, F]``, ``A0 [S, n, n]``; returns the losses."""
+    from icml25.train import check_finite
+    from icml25.train import progress as bar
+
+    if generate not in ("X", "A", "both"):
+        raise SggmError(f"generate must be 'X', 'A' or 'both', got {generate!r}")
+    if steps < 1 or batch_size < 1 or not lr > 0:
+        raise SggmError(f"steps and batch_size must be >= 1 and lr > 0, got {steps}, {batch_size}, {lr}")
+    X0t = torch.as_tensor(np.asarray(X0), dtype=torch.float32)
+    A0t = torch.as_tensor(np.asarray(A0), dtype=torch.float32)
+    if X0t.ndim != 3 or A0t.ndim != 3 or X0t.shape[0] != A0t.shape[0] or X0t.shape[1] != A0t.shape[1]:
+        raise SggmError(f"X0 must be [S, n, F] and A0 [S, n, n], got {tuple(X0t.shape)} and {tuple(A0t.shape)}")
+    if not (torch.isfinite(X0t).all() and torch.isfinite(A0t).all()):
+        raise SggmError("training data contains NaN or inf")
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    losses = []
+    for step in bar(range(steps), desc="DSM", disable=None if progress else True):
+        idx = torch.randint(0, X0t.shape[0], (batch_size,), generator=g)
+        loss = dsm_loss(net, X0t[idx], A0t[idx], generate=generate, T=T, t_min=t_min, generator=g)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(check_finite(loss, step=step))
+    return losses
