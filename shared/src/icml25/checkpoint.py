@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -53,14 +53,22 @@ def save_model(path: str | os.PathLike, module: Any, config: dict[str, Any]) -> 
     return path
 
 
-def load_config(path: str | os.PathLike) -> dict[str, Any]:
+def load_config(path: str | os.PathLike, *, required: Iterable[str] = ()) -> dict[str, Any]:
+    """The JSON config beside a checkpoint; errors name the file (and the keys in ``required`` it lacks)."""
     cfg_path = Path(path) / CONFIG
     if not cfg_path.exists():
         raise CheckpointError(f"{str(cfg_path)!r} does not exist; not a checkpoint folder written by save_model")
     try:
-        return json.loads(cfg_path.read_text())
-    except json.JSONDecodeError as exc:
+        cfg = json.loads(cfg_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"{str(cfg_path)!r} is not valid JSON: {exc}") from exc
+    required = list(required)
+    if not isinstance(cfg, dict):
+        raise CheckpointError(f"{str(cfg_path)!r} must hold a JSON object")
+    missing = [k for k in required if k not in cfg]
+    if missing:
+        raise CheckpointError(f"{str(cfg_path)!r} lacks the key(s) {missing}; not a config this command wrote")
+    return cfg
 
 
 def load_weights_into(module: Any, weights: str | os.PathLike, *, map_location: str = "cpu") -> Any:

@@ -64,12 +64,43 @@ class ReproduceOptions(CommonOptions):
     """Tiny sizes (seconds): checks that everything runs, measures nothing meaningful."""
 
 
+_OPEN_RUNS: list[Any] = []  # run folders a command opened with open_run_dir; method_main commits or aborts them
+
+
 def open_run_dir(name: str, opts: CommonOptions, *, resume: bool = False):
+    """The command's run folder (``--out``, default ``runs/<name>/<timestamp>``), staged unless ``resume``.
+
+    A staged folder is written as a hidden sibling of ``--out``; :func:`method_main` moves it into place when the
+    command returns and removes it when the command fails or is interrupted, so a refused or interrupted command
+    leaves nothing behind and ``--overwrite`` replaces an old run whole. Print ``rd.target`` (not ``rd.path``) to
+    tell the user where the run is.
+    """
     from icml25.registry import default_out
     from icml25.rundir import RunDir
 
     out = opts.out if opts.out is not None else default_out(name)
-    return RunDir(out, overwrite=opts.overwrite, resume=resume)
+    rd = RunDir(out, overwrite=opts.overwrite, resume=resume, staged=not resume)
+    _OPEN_RUNS.append(rd)
+    return rd
+
+
+def check_out(cfg: Any) -> None:
+    """Refuse a bad ``--out`` (a file; a non-empty folder without ``--overwrite``) before any work is done."""
+    from icml25.rundir import RunDirError
+
+    out = getattr(cfg, "out", None)
+    if out is None:
+        return
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"--out {str(out)!r} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not getattr(cfg, "overwrite", False):
+        raise RunDirError(f"--out {str(out)!r} exists and is not empty; choose a new folder or pass --overwrite")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise RunDirError(f"--out {str(out)!r}: {str(parent)!r} is a file, not a folder")
+            break
 
 
 def run_reproduce(method: Any, *, quick: bool, smoke: bool, out: Path, seed: int, overwrite: bool = False,
@@ -140,10 +171,16 @@ def method_main(
         return 2
     for cls, fn in commands.values():
         if type(cfg) is cls:
+            _OPEN_RUNS.clear()
+            ok = False
             try:
+                check_out(cfg)
                 if getattr(cfg, "threads", None) is not None:
                     thread_policy(cfg.threads)
                 rc = fn(cfg)
+                for rd in _OPEN_RUNS:
+                    rd.commit()
+                ok = True
             except (ValueError, OSError) as exc:  # incl. UserInputError, JSONDecodeError, h5py's OSError
                 msg = user_message(exc)
                 if msg is None:  # pragma: no cover - user_message covers both classes
@@ -159,5 +196,10 @@ def method_main(
             except KeyboardInterrupt:
                 print(f"{prog}: interrupted", file=sys.stderr)
                 return 130
+            finally:
+                if not ok:  # refused, failed or interrupted: nothing half-written is left behind
+                    for rd in _OPEN_RUNS:
+                        rd.abort()
+                _OPEN_RUNS.clear()
             return int(rc or 0)
     raise AssertionError("unreachable: tyro returned an unknown config type")  # pragma: no cover

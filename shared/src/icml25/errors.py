@@ -52,6 +52,31 @@ def read_json(path: str | Path, *, what: str = "file", required: Iterable[str] =
     return data
 
 
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def require_hdf5(path: str | Path, *, what: str = "file") -> Path:
+    """Refuse a path that is not an HDF5 file (``.h5ad``, ``.hdf5``, ``.h5``) with a message naming ``what``.
+
+    Checks the signature without h5py: HDF5 puts it at byte 0 or, after a user block, at 512, 1024, 2048, ...
+    """
+    p = Path(path)
+    if not p.exists():
+        raise UserInputError(f"{what} {str(p)!r}: no such file")
+    if not p.is_file():
+        raise UserInputError(f"{what} {str(p)!r} is not a file")
+    size = p.stat().st_size
+    with p.open("rb") as fh:
+        offset = 0
+        while offset + 8 <= size:
+            fh.seek(offset)
+            if fh.read(8) == _HDF5_SIGNATURE:
+                return p
+            offset = 512 if offset == 0 else offset * 2
+    raise UserInputError(f"{what} {str(p)!r} is not an HDF5 file (no HDF5 signature); expected {p.suffix or '.h5'} "
+                         "written by h5py/anndata")
+
+
 def user_message(exc: BaseException) -> str | None:
     """One line for a library error that bad user input causes, or ``None`` for a genuine bug (keep the traceback).
 
@@ -66,7 +91,7 @@ def user_message(exc: BaseException) -> str | None:
         return f"invalid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
     if isinstance(exc, ValueError):
         msg = str(exc)
-        if "allow_pickle" in msg:
+        if "allow_pickle" in msg and not isinstance(exc, UserInputError):  # numpy's advice to unpickle: no
             return "the file is not a numeric .npy/.npz array file (object arrays need pickle, which is refused)"
         return msg
     if isinstance(exc, OSError):
