@@ -141,8 +141,8 @@ def run(opts: RunOptions) -> int:
     else:
         from focoop.flower import run_flower_simulation
 
-        path = setup.save(rd.path / "federation.pt")
-        res = run_flower_simulation(path, cfg, result_path=rd.path / "flower_result.pt")
+        path = setup.save(rd.path / "federation.safetensors")
+        res = run_flower_simulation(path, cfg, result_path=rd.path / "flower_result.safetensors")
     for row in res.history:
         rd.log(int(row["round"]), **{k: v for k, v in row.items() if k != "round"})
     summary = res.summary()
@@ -155,7 +155,7 @@ def run(opts: RunOptions) -> int:
     if not opts.quiet:
         keys = ("acc", "cacc", "fpr95", "auroc")
         print(" ".join(f"{k}={summary[k]:.4f}±{summary[k + '_std']:.4f}" for k in keys))
-        print(f"{res.engine}: {res.seconds_per_round:.3f} s/round; results in {rd.path}")
+        print(f"{res.engine}: {res.seconds_per_round:.3f} s/round; results in {rd.target}")
     return 0
 
 
@@ -163,9 +163,10 @@ def prepare(opts: PrepareOptions) -> int:
     from icml25.cli_helpers import open_run_dir
 
     rd = open_run_dir(METHOD.name, opts)
-    path = _setup(opts).save(rd.path / "federation.pt")
+    _setup(opts).save(rd.path / "federation.safetensors")
     if not opts.quiet:
-        print(f"federation setup written to {path}; set setup-path in your Flower app config")
+        print(f"federation setup written to {rd.target / 'federation.safetensors'}; set setup-path in your Flower "
+              "app config")
     return 0
 
 

@@ -7,7 +7,7 @@ Deploy like any Flower app, e.g. in a ``pyproject.toml``::
     clientapp = "focoop.client_app:app"
 
     [tool.flwr.app.config]
-    setup-path = "federation.pt"       # written by `focoop prepare` / FederationSetup.save
+    setup-path = "federation.safetensors"       # written by `focoop prepare` / FederationSetup.save
     focoop-config = '{"method": "focoop", "n_clients": 10, "rounds": 10}'
 """
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from icml25.errors import UserInputError
 
-class FOCoOpConfigError(ValueError):
+
+class FOCoOpConfigError(UserInputError):
     """A configuration value or an input array is invalid; the message names the field and what is allowed."""

@@ -150,7 +150,8 @@ def FOCoOpStrategy(*, cfg: FedConfig, **kw):  # noqa: N802 - factory that behave
 def make_server_app(cfg: FedConfig | None = None, *, setup_path: str | None = None,
                     result_path: str | None = None):
     """A Flower ``ServerApp``: ``cfg``/paths override the run config (``focoop-config`` JSON, ``setup-path``,
-    ``result-path``). It writes a JSON result (history, per-client metrics, final state) to ``result-path``."""
+    ``result-path``). It writes the result (final global state as tensors; history, per-client metrics and round times
+as JSON metadata) to ``result-path`` as .safetensors (:func:`save_result`; no pickle)."""
     from flwr.app import Context
     from flwr.serverapp import Grid, ServerApp
 
@@ -162,10 +163,30 @@ def make_server_app(cfg: FedConfig | None = None, *, setup_path: str | None = No
         c = cfg or FedConfig(**json.loads(str(run_cfg.get("focoop-config", "{}"))))
         c.validate()
         spath = setup_path or str(run_cfg["setup-path"])
-        rpath = result_path or str(run_cfg.get("result-path", "focoop_flower_result.pt"))
-        torch.save(run_strategy(grid, c, _load_setup(spath)), rpath)
+        rpath = result_path or str(run_cfg.get("result-path", "focoop_flower_result.safetensors"))
+        save_result(run_strategy(grid, c, _load_setup(spath)), rpath)
 
     return app
+
+
+def save_result(result: dict, path: str | Path) -> Path:
+    """Write a ServerApp result: ``global_state`` tensors + the rest as JSON metadata, one .safetensors file."""
+    from icml25.checkpoint import save_tensors
+
+    rest = {"history": result["history"], "round_seconds": list(result["round_seconds"]),
+            "per_client": {str(k): v for k, v in result["per_client"].items()}}
+    return save_tensors(path, dict(result["global_state"]), metadata={"focoop-result": json.dumps(rest)})
+
+
+def load_result(path: str | Path) -> dict:
+    """Read what :func:`save_result` wrote (never unpickles)."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        rest = json.loads((f.metadata() or {})["focoop-result"])
+        state = {k: f.get_tensor(k) for k in f.keys()}
+    return {"history": rest["history"], "round_seconds": rest["round_seconds"], "global_state": state,
+            "per_client": {int(k): v for k, v in rest["per_client"].items()}}
 
 
 def run_strategy(grid, cfg: FedConfig, setup) -> dict:
@@ -274,7 +295,7 @@ def run_flower_simulation(setup_path: str | Path, cfg: FedConfig, *, result_path
     seconds = time.perf_counter() - t0
     if not Path(result_path).exists():
         raise RuntimeError("the Flower simulation finished without writing a result (see the Flower log above)")
-    out = torch.load(result_path, weights_only=False)
+    out = load_result(result_path)
     per = [out["per_client"].get(j, {"n_test": 0.0}) for j in range(cfg.n_clients)]
     rs = out["round_seconds"]
     return FedResult(method=cfg.method, per_client=per, global_state=out["global_state"], history=out["history"],

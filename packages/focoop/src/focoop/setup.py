@@ -6,8 +6,9 @@ split (features and labels), the corrupted copy of that split (covariate shift),
 plus a 0/1 kind flag: 0 = far-OOD textures, 1 = near-OOD held-out shapes), a validation split per client (drawn
 from the training pool, disjoint from its shots; used to choose hyper-parameters) and the hand-crafted zero-shot text
 features of the negative words (``neg_text``, (K, e); the NegLabel columns a baseline without learned OOD prompts can
-be scored with). It is saved with ``torch.save`` so
-Flower's ClientApps (possibly in other processes) load exactly the same data.
+be scored with). It is saved as one ``.safetensors`` file (tensors, with the rest as JSON in its metadata; no
+pickle, so a setup file a user is given cannot run code) so Flower's ClientApps (possibly in other processes) load
+exactly the same data.
 """
 
 from __future__ import annotations
@@ -63,22 +64,83 @@ class FederationSetup:
         return len(self.classnames)
 
     def save(self, path: str | Path) -> Path:
-        import io
+        """Write the setup to ``path`` (``.safetensors``): tensors plus JSON metadata, atomically; no pickle."""
+        import json
 
-        from icml25.io import atomic_write_bytes
+        from icml25.checkpoint import save_tensors
 
-        buf = io.BytesIO()
-        torch.save(self, buf)
+        if self.tower.arch is None:
+            raise FOCoOpConfigError("this setup's text tower is not a plain open_clip Transformer; it cannot be saved")
         path = Path(path)
-        atomic_write_bytes(path, buf.getvalue())
+        if path.suffix != ".safetensors":
+            raise FOCoOpConfigError(f"a federation setup is saved as .safetensors, got {str(path)!r}")
+        tensors: dict[str, torch.Tensor] = {f"tower.{k}": v for k, v in self.tower.state_dict().items()}
+        if self.tower.attn_mask is not None:
+            tensors["tower_attn_mask"] = self.tower.attn_mask
+        info: dict = {"format": SETUP_FORMAT, "tower_arch": self.tower.arch, "logit_scale": self.logit_scale,
+                      "classnames": self.classnames, "neg_words": self.neg_words, "width": self.width,
+                      "n_ctx": self.n_ctx, "meta": self.meta, "n_clients": len(self.clients)}
+        for name in ("id_bank", "ood_bank"):
+            bank = getattr(self, name)
+            if bank is None:
+                info[name] = None
+                continue
+            info[name], ts = bank.state()
+            tensors.update({f"{name}.{k}": v for k, v in ts.items()})
+        for name in ("zeroshot_text", "ood_x", "ood_kind", "neg_text"):
+            if getattr(self, name) is not None:
+                tensors[name] = getattr(self, name)
+        for j, c in enumerate(self.clients):
+            tensors.update({f"clients.{j}.{f}": getattr(c, f) for f in CLIENT_FIELDS})
+        tensors = {k: v.detach().contiguous().clone() for k, v in tensors.items()}
+        save_tensors(path, tensors, metadata={"focoop": json.dumps(info)})
         return path
 
     @staticmethod
     def load(path: str | Path) -> FederationSetup:
+        """Read a setup written by :meth:`save` (safetensors + JSON metadata; never unpickles anything)."""
+        import json
+
+        from icml25.errors import UserInputError
+        from safetensors import safe_open
+
+        from focoop.text import FrozenTextTower, PromptBank
+
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"federation setup file not found: {path}")
-        return torch.load(path, weights_only=False)
+        try:
+            with safe_open(str(path), framework="pt") as f:
+                meta = f.metadata() or {}
+                t = {k: f.get_tensor(k) for k in f.keys()}
+            info = json.loads(meta["focoop"])
+        except Exception as exc:  # SafetensorError, a missing key, bad JSON: not a setup file
+            raise UserInputError(f"{str(path)!r} is not a federation setup written by `focoop prepare` / "
+                                 f"FederationSetup.save ({type(exc).__name__}: {str(exc)[:120]})") from None
+        if info.get("format") != SETUP_FORMAT:
+            raise UserInputError(f"{str(path)!r}: unknown setup format {info.get('format')!r} "
+                                 f"(expected {SETUP_FORMAT!r})")
+        tower = FrozenTextTower.from_arch(info["tower_arch"])
+        tower.load_state_dict({k[len("tower."):]: v for k, v in t.items() if k.startswith("tower.")}, strict=True)
+        if "tower_attn_mask" in t:
+            tower.attn_mask = t["tower_attn_mask"]
+
+        def bank(name: str):
+            if info[name] is None:
+                return None
+            pre = f"{name}."
+            return PromptBank.from_state(info[name], {k[len(pre):]: v for k, v in t.items() if k.startswith(pre)})
+
+        clients = [ClientData(**{f: t[f"clients.{j}.{f}"] for f in CLIENT_FIELDS}) for j in range(info["n_clients"])]
+        return FederationSetup(tower=tower, id_bank=bank("id_bank"), ood_bank=bank("ood_bank"),
+                               logit_scale=float(info["logit_scale"]), classnames=list(info["classnames"]),
+                               neg_words=list(info["neg_words"]), zeroshot_text=t["zeroshot_text"], clients=clients,
+                               ood_x=t["ood_x"], ood_kind=t["ood_kind"], width=int(info["width"]),
+                               n_ctx=int(info["n_ctx"]), meta=info["meta"], neg_text=t.get("neg_text"))
+
+
+SETUP_FORMAT = "focoop-federation-setup/1"
+CLIENT_FIELDS = ("train_x", "train_y", "test_x", "test_y", "test_c_x", "test_c_y", "val_x", "val_y")
 
 
 def check_words(neg_words: Sequence[str], classnames: Sequence[str]) -> None:

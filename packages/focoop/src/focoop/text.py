@@ -47,8 +47,40 @@ class FrozenTextTower(nn.Module):
         self.register_buffer("attn_mask", None if mask is None else mask.detach().clone(), persistent=False)
         self.context_length = int(self.positional_embedding.shape[0])
         self.width = int(self.positional_embedding.shape[1])
+        self.arch = _describe(clip_model)
         self.requires_grad_(False)
         self.eval()
+
+    @classmethod
+    def from_arch(cls, arch: dict) -> FrozenTextTower:
+        """An uninitialised tower of the architecture ``arch`` (from :attr:`arch`); load its weights afterwards.
+
+        Used to read a saved :class:`~focoop.setup.FederationSetup` (safetensors + JSON, no pickle).
+        """
+        from open_clip import transformer as oct
+
+        acts = {"GELU": nn.GELU, "QuickGELU": oct.QuickGELU}
+        norms = {"LayerNorm": oct.LayerNorm, "LayerNormFp32": oct.LayerNormFp32}
+        try:
+            act, norm, fnorm = acts[arch["act"]], norms[arch["norm"]], norms[arch["final_norm"]]
+        except KeyError as exc:
+            raise FOCoOpConfigError(f"saved text tower: unsupported layer type {exc.args[0]!r}") from None
+        self = cls.__new__(cls)
+        nn.Module.__init__(self)
+        w = int(arch["width"])
+        self.transformer = oct.Transformer(w, int(arch["layers"]), int(arch["heads"]), mlp_ratio=float(arch["mlp_ratio"]),
+                                           ls_init_value=1.0 if arch["layer_scale"] else None, act_layer=act,
+                                           norm_layer=norm, batch_first=bool(arch["batch_first"]))
+        self.ln_final = fnorm(w)
+        self.text_projection = (nn.Linear(w, int(arch["embed_dim"]), bias=bool(arch["proj_bias"]))
+                                if arch["proj_module"] else nn.Parameter(torch.zeros(w, int(arch["embed_dim"]))))
+        self.positional_embedding = nn.Parameter(torch.zeros(int(arch["context_length"]), w))
+        self.register_buffer("attn_mask", None, persistent=False)
+        self.context_length, self.width, self.arch = int(arch["context_length"]), w, dict(arch)
+        self.requires_grad_(False)
+        self.eval()
+        return self
+
 
     def forward(self, x: torch.Tensor, eot: torch.Tensor) -> torch.Tensor:
         """x: (P, L, w) token embeddings, eot: (P,) pooling positions → (P, e) unnormalised text features."""
@@ -97,6 +129,20 @@ class PromptBank:
     def __len__(self) -> int:
         return len(self.texts)
 
+    _TENSORS = ("prefix", "suffix", "eot", "ids")
+
+    def state(self) -> tuple[dict, dict[str, torch.Tensor]]:
+        """(JSON part, tensors) for saving without pickle; :meth:`from_state` inverts it."""
+        return {"texts": self.texts, "n_ctx": self.n_ctx}, {k: getattr(self, k) for k in self._TENSORS}
+
+    @classmethod
+    def from_state(cls, info: dict, tensors: dict[str, torch.Tensor]) -> PromptBank:
+        self = cls.__new__(cls)
+        self.texts, self.n_ctx = list(info["texts"]), int(info["n_ctx"])
+        for k in cls._TENSORS:
+            setattr(self, k, tensors[k])
+        return self
+
     def embeddings(self, ctx: torch.Tensor) -> torch.Tensor:
         """ctx (P, M, w) or (1, M, w) (shared) → token embeddings (P, L, w)."""
         p = len(self)
@@ -108,3 +154,26 @@ class PromptBank:
         """Text features (P, e) of the prompts with context ``ctx``."""
         feats = tower(self.embeddings(ctx), self.eot)
         return F.normalize(feats, dim=-1) if normalize else feats
+
+
+def _describe(clip_model: nn.Module) -> dict | None:
+    """The text tower's architecture as JSON (enough to rebuild it with open_clip), or None if it is not a plain
+    open_clip ``Transformer`` of ``ResidualAttentionBlock`` s (then the setup cannot be saved)."""
+    tr, proj = clip_model.transformer, clip_model.text_projection
+    blocks = list(getattr(tr, "resblocks", []))
+    if not blocks or any(type(b).__name__ != "ResidualAttentionBlock" for b in blocks):
+        return None
+    b = blocks[0]
+    width = int(clip_model.positional_embedding.shape[1])
+    if isinstance(proj, nn.Linear):
+        embed, proj_module, bias = proj.out_features, True, proj.bias is not None
+    elif isinstance(proj, nn.Module):
+        return None
+    else:
+        embed, proj_module, bias = int(proj.shape[1]), False, False
+    return {"width": width, "layers": len(blocks), "heads": int(b.attn.num_heads),
+            "mlp_ratio": b.mlp.c_fc.out_features / width, "act": type(b.mlp.gelu).__name__,
+            "norm": type(b.ln_1).__name__, "final_norm": type(clip_model.ln_final).__name__,
+            "layer_scale": not isinstance(b.ls_1, nn.Identity), "batch_first": bool(getattr(tr, "batch_first", True)),
+            "embed_dim": int(embed), "proj_module": proj_module, "proj_bias": bias,
+            "context_length": int(clip_model.positional_embedding.shape[0])}
