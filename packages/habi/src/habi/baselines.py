@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from habi.data import GaussianNormalizer
+from habi.errors import HabiConfigError
 from habi.nets import MLPPolicy
 
 
@@ -33,9 +34,9 @@ class RegressConfig:
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.batch_size < 1 or self.hidden < 1 or not self.lr > 0:
-            raise ValueError(f"regression steps, batch_size, hidden and lr must be positive, got {self}")
+            raise HabiConfigError(f"regression steps, batch_size, hidden and lr must be positive, got {self}")
         if self.schedule not in ("cosine", "constant"):
-            raise ValueError(f"regression schedule must be 'cosine' or 'constant', got {self.schedule!r}")
+            raise HabiConfigError(f"regression schedule must be 'cosine' or 'constant', got {self.schedule!r}")
 
 
 class MLPActor:
@@ -59,7 +60,7 @@ def regress_policy(states: np.ndarray, targets: np.ndarray, *, normalizer: Gauss
                    config: RegressConfig, seed: int = 0, normalized: bool = True) -> MLPActor:
     """Fit ``tanh(MLP(s)) ≈ target`` by MSE; ``states (N, obs)`` (already normalised if ``normalized``)."""
     if len(states) == 0:
-        raise ValueError("regress_policy: empty data set")
+        raise HabiConfigError("regress_policy: empty data set")
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     S = torch.from_numpy(np.asarray(states if normalized else normalizer(states), dtype=np.float32))

@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
+from habi.errors import HabiConfigError
+
 
 def decision_frequency(policies: Mapping[str, Callable[[np.ndarray], np.ndarray]], observations: np.ndarray, *,
                        decisions: Mapping[str, int] | int = 1000, warmup: int = 50, rounds: int = 5,
@@ -34,10 +36,10 @@ def decision_frequency(policies: Mapping[str, Callable[[np.ndarray], np.ndarray]
         name -> ``{"hz": float, "latency_us": float (median per-round mean latency), "hz_rounds": [...]}``.
     """
     if rounds < 1 or warmup < 0:
-        raise ValueError(f"rounds must be >= 1 and warmup >= 0, got {rounds}, {warmup}")
+        raise HabiConfigError(f"rounds must be >= 1 and warmup >= 0, got {rounds}, {warmup}")
     obs = np.asarray(observations, dtype=np.float32)
     if obs.ndim != 2 or len(obs) == 0:
-        raise ValueError(f"observations must be a non-empty (M, obs_dim) array, got shape {obs.shape}")
+        raise HabiConfigError(f"observations must be a non-empty (M, obs_dim) array, got shape {obs.shape}")
     prev = torch.get_num_threads()
     torch.set_num_threads(threads)
     limits = threadpool_limits(threads)  # numpy's BLAS too (the compiled batch-1 paths run in numpy)

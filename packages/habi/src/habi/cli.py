@@ -20,6 +20,7 @@ from typing import Literal
 
 from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
+from habi.errors import HabiConfigError
 from habi.registry import METHOD
 
 
@@ -138,7 +139,7 @@ def make_data(cfg: MakeDataConfig) -> int:
     rd.write_json("references.json", res["meta"])
     if not cfg.quiet:
         m = res["meta"]
-        print(f"wrote {rd.path}/medium.hdf5 and medium-replay.hdf5 (random {m['random_return']:.1f}, "
+        print(f"wrote {rd.target}/medium.hdf5 and medium-replay.hdf5 (random {m['random_return']:.1f}, "
               f"expert {m['expert_return']:.1f}, medium score {m['medium_score']:.1f})")
     return 0
 
@@ -171,7 +172,7 @@ def train_planner_cmd(cfg: TrainPlannerConfig) -> int:
     rd.write_json("references.json", data.get("meta", {}))
     rd.write_env(device="cpu")
     if not cfg.quiet:
-        print(f"planner saved to {rd.path / 'planner'}")
+        print(f"planner saved to {rd.target / 'planner'}")
     return 0
 
 
@@ -207,7 +208,7 @@ def habitize_cmd(cfg: HabitizeCliConfig) -> int:
     rd.write_env(device="cpu")
     if not cfg.quiet:
         last = hist[-1]
-        print(f"habi saved to {rd.path / 'habi'} (recon {last['recon']:.4f}, KL geo-mean {last['kl_geomean']:.3g}, "
+        print(f"habi saved to {rd.target / 'habi'} (recon {last['recon']:.4f}, KL geo-mean {last['kl_geomean']:.3g}, "
               f"eta_KL {last['eta_kl']:.3g})")
     return 0
 
@@ -218,7 +219,7 @@ def evaluate_cmd(cfg: EvaluateConfig) -> int:
     from habi.envs import env_dims, evaluate_policy
 
     if cfg.episodes < 1:
-        raise ValueError(f"episodes must be >= 1, got {cfg.episodes}")
+        raise HabiConfigError(f"episodes must be >= 1, got {cfg.episodes}")
     if cfg.policy == "habi":
         from habi.policy import HabitualPolicy
 
@@ -232,7 +233,7 @@ def evaluate_cmd(cfg: EvaluateConfig) -> int:
         obs_dim = pol.config.obs_dim
     env_obs, _ = env_dims(cfg.env_id)
     if env_obs != obs_dim:
-        raise ValueError(f"env_id {cfg.env_id!r} has observation size {env_obs}, the policy expects {obs_dim}")
+        raise HabiConfigError(f"env_id {cfg.env_id!r} has observation size {env_obs}, the policy expects {obs_dim}")
     rets = evaluate_policy(pol.act_batch, cfg.env_id, episodes=cfg.episodes, seed=cfg.seed)
     res: dict = {"policy": cfg.policy, "mean_return": float(rets.mean()), "returns": rets.tolist()}
     ref_path = Path(cfg.run) / "references.json"

@@ -27,12 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from habi.errors import DataError, HabiConfigError
+
 REQUIRED_KEYS = ("observations", "actions", "rewards", "terminals")
 """Keys every data set must have; ``timeouts`` is optional (all False when absent, as in old D4RL files)."""
-
-
-class DataError(ValueError):
-    """The offline data set is malformed (missing keys, NaN/inf, wrong sizes, empty, actions out of range)."""
 
 
 def validate_dataset(data: dict[str, np.ndarray], *, obs_dim: int | None = None, act_dim: int | None = None,
@@ -133,6 +131,9 @@ def load_offline(path: str | Path, *, obs_dim: int | None = None, act_dim: int |
     suffix = path.suffix.lower()
     if suffix in (".hdf5", ".h5"):
         import h5py
+        from icml25.errors import require_hdf5
+
+        require_hdf5(path, what="offline data file")
 
         with h5py.File(path, "r") as f:
             episodes = sorted((k for k in f.keys() if k.startswith("episode_") and isinstance(f[k], h5py.Group)),
@@ -144,10 +145,17 @@ def load_offline(path: str | Path, *, obs_dim: int | None = None, act_dim: int |
             if "meta" in f.attrs:
                 meta = json.loads(f.attrs["meta"])
     elif suffix == ".npz":
-        with np.load(path, allow_pickle=False) as f:
-            raw = {k: f[k] for k in f.files if k != "meta"}
-            if "meta" in f.files:
-                meta = json.loads(str(f["meta"]))
+        import zipfile
+
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                raw = {k: f[k] for k in f.files if k != "meta"}
+                if "meta" in f.files:
+                    meta = json.loads(str(f["meta"]))
+        except (ValueError, OSError, zipfile.BadZipFile) as exc:
+            why = "it would need pickle, which is refused" if "pickle" in str(exc) else str(exc).splitlines()[0][:120]
+            raise DataError(f"offline data file {str(path)!r} is not a numeric .npz archive written by numpy "
+                            f"({why})") from None
     else:
         raise DataError(f"offline data file {str(path)!r}: unsupported suffix {suffix!r}; use .hdf5, .h5 or .npz")
     data = _to_arrays(raw)
@@ -248,6 +256,6 @@ class GaussianNormalizer:
 def normalized_score(returns: np.ndarray | float, *, random_return: float, expert_return: float) -> np.ndarray:
     """D4RL normalised score ``100 (R - R_random) / (R_expert - R_random)``."""
     if not math.isfinite(random_return) or not math.isfinite(expert_return) or expert_return == random_return:
-        raise ValueError(f"normalized_score: need finite, distinct references (random={random_return}, "
+        raise HabiConfigError(f"normalized_score: need finite, distinct references (random={random_return}, "
                          f"expert={expert_return})")
     return 100.0 * (np.asarray(returns, dtype=np.float64) - random_return) / (expert_return - random_return)

@@ -28,6 +28,7 @@ import numpy as np
 
 from habi.data import load_offline, save_offline
 from habi.envs import make_env
+from habi.errors import HabiConfigError
 
 DATASETS = ("medium", "medium-replay")
 
@@ -58,9 +59,9 @@ class DataGenConfig:
     def __post_init__(self) -> None:
         for name in ("sac_steps", "checkpoint_every", "sac_hidden", "n_transitions", "eval_episodes"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+                raise HabiConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.checkpoint_every > self.sac_steps:
-            raise ValueError(f"checkpoint_every ({self.checkpoint_every}) must be <= sac_steps ({self.sac_steps})")
+            raise HabiConfigError(f"checkpoint_every ({self.checkpoint_every}) must be <= sac_steps ({self.sac_steps})")
 
     def key(self) -> str:
         return hashlib.sha1(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
@@ -176,5 +177,5 @@ def make_offline_data(config: DataGenConfig, *, cache: bool = True, progress: bo
 def load_generated(paths: dict[str, Any], name: str) -> dict[str, np.ndarray]:
     """Load one generated data set by name ('medium' or 'medium-replay')."""
     if name not in DATASETS:
-        raise ValueError(f"dataset must be one of {DATASETS}, got {name!r}")
+        raise HabiConfigError(f"dataset must be one of {DATASETS}, got {name!r}")
     return load_offline(paths[name])

@@ -25,6 +25,7 @@ from typing import Literal
 import torch
 from torch import nn
 
+from habi.errors import HabiConfigError
 from habi.nets import mlp
 
 
@@ -80,9 +81,9 @@ class DDPM(nn.Module):
                  schedule: Literal["vp", "cosine"] = "vp", clip_x0: bool = True) -> None:
         super().__init__()
         if steps < 1:
-            raise ValueError(f"diffusion steps must be >= 1, got {steps}")
+            raise HabiConfigError(f"diffusion steps must be >= 1, got {steps}")
         if schedule not in ("vp", "cosine"):
-            raise ValueError(f"schedule must be 'vp' or 'cosine', got {schedule!r}")
+            raise HabiConfigError(f"schedule must be 'vp' or 'cosine', got {schedule!r}")
         self.obs_dim, self.act_dim, self.steps, self.clip_x0 = obs_dim, act_dim, steps, clip_x0
         self.model = NoiseMLP(obs_dim=obs_dim, act_dim=act_dim, hidden=hidden, t_dim=t_dim)
         betas = vp_beta_schedule(steps) if schedule == "vp" else cosine_beta_schedule(steps)
@@ -142,12 +143,12 @@ class DDPM(nn.Module):
         for the step from t = T - j; used to check the numpy fast path against this one).
         """
         if temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
+            raise HabiConfigError(f"temperature must be > 0, got {temperature}")
         b = s.shape[0]
         net = self.model.net
         temb = self.model.time_mlp(torch.arange(self.steps, device=s.device))  # (T, t_dim)
         if noise is not None and tuple(noise.shape) != (self.steps, b, self.act_dim):
-            raise ValueError(f"noise must have shape {(self.steps, b, self.act_dim)}, got {tuple(noise.shape)}")
+            raise HabiConfigError(f"noise must have shape {(self.steps, b, self.act_dim)}, got {tuple(noise.shape)}")
         x = temperature * (torch.randn(b, self.act_dim, device=s.device) if noise is None else noise[0])
         scale = temperature if temperature_all_steps else 1.0
         for j, i in enumerate(reversed(range(self.steps))):

@@ -15,6 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from habi.errors import HabiConfigError
+
 KNOWN_ENVS = ("Pendulum-v1", "Hopper-v5", "HalfCheetah-v5", "Walker2d-v5")
 
 
@@ -26,12 +28,12 @@ def make_env(env_id: str):
     try:
         env = gym.make(env_id)
     except gym.error.DependencyNotInstalled as exc:
-        raise ValueError(f"env_id {env_id!r} needs an extra package: {exc}. For MuJoCo tasks run "
+        raise HabiConfigError(f"env_id {env_id!r} needs an extra package: {exc}. For MuJoCo tasks run "
                          "`pip install \"gymnasium[mujoco]\"`") from exc
     except gym.error.Error as exc:
-        raise ValueError(f"env_id {env_id!r} is not a gymnasium environment ({exc}); e.g. {KNOWN_ENVS}") from exc
+        raise HabiConfigError(f"env_id {env_id!r} is not a gymnasium environment ({exc}); e.g. {KNOWN_ENVS}") from exc
     if not isinstance(env.action_space, gym.spaces.Box):
-        raise ValueError(f"env_id {env_id!r}: Habi needs a continuous (Box) action space")
+        raise HabiConfigError(f"env_id {env_id!r}: Habi needs a continuous (Box) action space")
     shape = env.action_space.shape
     return RescaleAction(env, np.full(shape, -1.0, np.float32), np.full(shape, 1.0, np.float32))
 
@@ -49,7 +51,7 @@ def evaluate_policy(act_batch: Callable[[np.ndarray], np.ndarray], env_id: str, 
                     seed: int = 0) -> np.ndarray:
     """Per-episode undiscounted returns ``(episodes,)`` of a batched policy ``(B, obs) -> (B, act)``."""
     if episodes < 1:
-        raise ValueError(f"episodes must be >= 1, got {episodes}")
+        raise HabiConfigError(f"episodes must be >= 1, got {episodes}")
     envs = [make_env(env_id) for _ in range(episodes)]
     obs = np.stack([e.reset(seed=seed + i)[0] for i, e in enumerate(envs)]).astype(np.float32)
     returns = np.zeros(episodes)

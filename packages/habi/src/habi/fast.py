@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from habi.errors import HabiConfigError
 from habi.model import SIGMA_FLOOR
 
 _LIN, _MISH, _TANH, _LN = 0, 1, 2, 3
@@ -131,7 +132,7 @@ class NormalStream:
 
 def backend(name: str):
     if name not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {name!r}")
+        raise HabiConfigError(f"backend must be one of {BACKENDS}, got {name!r}")
     return _Numpy if name == "numpy" else _Torch
 
 
@@ -219,7 +220,7 @@ class CompiledTwinMLP:
 
     def __call__(self, x):
         if len(self.w0_parts) != 1:
-            raise ValueError("split twin MLP: compute the first layer from its parts and call rest()")
+            raise HabiConfigError("split twin MLP: compute the first layer from its parts and call rest()")
         y = x @ self.w0_parts[0]
         y += self.b0
         return self.rest(y)

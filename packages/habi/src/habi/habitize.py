@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from habi.errors import HabiConfigError
 from habi.losses import AdaptiveKLWeight, gaussian_kl
 from habi.model import HabiConfig, Synergy
 
@@ -48,13 +49,13 @@ class HabitizeConfig:
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.batch_size < 1:
-            raise ValueError(f"habitize steps and batch_size must be >= 1, got {self.steps}, {self.batch_size}")
+            raise HabiConfigError(f"habitize steps and batch_size must be >= 1, got {self.steps}, {self.batch_size}")
         if not self.kld_target > 0:
-            raise ValueError(f"kld_target must be > 0 (log10 is undefined otherwise), got {self.kld_target}")
+            raise HabiConfigError(f"kld_target must be > 0 (log10 is undefined otherwise), got {self.kld_target}")
         if not self.kl_init > 0 or not self.kl_lr > 0 or not self.lr > 0:
-            raise ValueError(f"kl_init, kl_lr and lr must be > 0, got {self.kl_init}, {self.kl_lr}, {self.lr}")
+            raise HabiConfigError(f"kl_init, kl_lr and lr must be > 0, got {self.kl_init}, {self.kl_lr}, {self.lr}")
         if self.kl_mode not in ("geometric", "arithmetic"):
-            raise ValueError(f"kl_mode must be 'geometric' or 'arithmetic', got {self.kl_mode!r}")
+            raise HabiConfigError(f"kl_mode must be 'geometric' or 'arithmetic', got {self.kl_mode!r}")
 
 
 class Habitizer:
@@ -118,13 +119,13 @@ def habitize(teacher: dict[str, np.ndarray], *, habi: HabiConfig, config: Habiti
 
     for k in ("states", "candidates", "values", "best_actions"):
         if k not in teacher:
-            raise ValueError(f"teacher data: missing key {k!r}")
+            raise HabiConfigError(f"teacher data: missing key {k!r}")
         if not np.all(np.isfinite(teacher[k])):
-            raise ValueError(f"teacher data: {k!r} contains NaN/inf")
+            raise HabiConfigError(f"teacher data: {k!r} contains NaN/inf")
     if len(teacher["states"]) == 0:
-        raise ValueError("teacher data is empty")
+        raise HabiConfigError("teacher data is empty")
     if teacher["states"].shape[1] != habi.obs_dim or teacher["best_actions"].shape[1] != habi.act_dim:
-        raise ValueError(f"teacher data sizes (obs {teacher['states'].shape[1]}, act "
+        raise HabiConfigError(f"teacher data sizes (obs {teacher['states'].shape[1]}, act "
                          f"{teacher['best_actions'].shape[1]}) do not match the habi config "
                          f"(obs {habi.obs_dim}, act {habi.act_dim})")
     torch.manual_seed(seed)

@@ -19,6 +19,8 @@ from typing import Literal
 import torch
 from torch import nn
 
+from habi.errors import HabiConfigError
+
 
 def gaussian_kl(mu_q: torch.Tensor, sigma_q: torch.Tensor, mu_p: torch.Tensor, sigma_p: torch.Tensor) -> torch.Tensor:
     """Closed-form ``KL(N(μ_q, σ_q²) ‖ N(μ_p, σ_p²))`` summed over the last dim; ``(..., d_z) -> (...)``."""
@@ -39,11 +41,11 @@ class AdaptiveKLWeight(nn.Module):
                  mode: Literal["geometric", "arithmetic"] = "geometric") -> None:
         super().__init__()
         if not target > 0:
-            raise ValueError(f"kld_target must be > 0 (log10 is undefined otherwise), got {target}")
+            raise HabiConfigError(f"kld_target must be > 0 (log10 is undefined otherwise), got {target}")
         if not init > 0:
-            raise ValueError(f"initial KL weight must be > 0, got {init}")
+            raise HabiConfigError(f"initial KL weight must be > 0, got {init}")
         if mode not in ("geometric", "arithmetic"):
-            raise ValueError(f"KL mode must be 'geometric' or 'arithmetic', got {mode!r}")
+            raise HabiConfigError(f"KL mode must be 'geometric' or 'arithmetic', got {mode!r}")
         self.target, self.mode = float(target), mode
         self.log_eta = nn.Parameter(torch.tensor(math.log(init)))
 

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from habi.errors import HabiConfigError
 from habi.nets import HabiCritic, mlp
 
 SIGMA_FLOOR = 0.01
@@ -42,7 +43,7 @@ class HabiConfig:
     def __post_init__(self) -> None:
         for name in ("obs_dim", "act_dim", "latent_dim", "hidden", "critic_hidden"):
             if getattr(self, name) < 1:
-                raise ValueError(f"habi {name} must be >= 1 (a positive size), got {getattr(self, name)}")
+                raise HabiConfigError(f"habi {name} must be >= 1 (a positive size), got {getattr(self, name)}")
 
 
 class GaussianEncoder(nn.Module):
@@ -78,7 +79,7 @@ class Synergy(nn.Module):
     def decode(self, z: torch.Tensor, s: torch.Tensor | None = None) -> torch.Tensor:
         if self.cfg.conditional_decoder:
             if s is None:
-                raise ValueError("conditional_decoder=True needs the state s to decode")
+                raise HabiConfigError("conditional_decoder=True needs the state s to decode")
             z = torch.cat([z, s], dim=-1)
         return self.decoder(z)
 

@@ -25,6 +25,7 @@ from torch import nn
 
 from habi.data import GaussianNormalizer, qlearning_dataset
 from habi.diffusion import DDPM
+from habi.errors import HabiConfigError
 from habi.nets import FusedTwinMLP, TwinQ
 
 
@@ -61,13 +62,13 @@ def check_planner_config(c: PlannerConfig) -> None:
     for name in ("obs_dim", "act_dim", "hidden", "time_dim", "steps", "num_candidates"):
         if getattr(c, name) < 1:
             what = "diffusion steps" if name == "steps" else name
-            raise ValueError(f"planner {name} ({what}) must be >= 1, got {getattr(c, name)}")
+            raise HabiConfigError(f"planner {name} ({what}) must be >= 1, got {getattr(c, name)}")
     if c.temperature <= 0:
-        raise ValueError(f"planner temperature must be > 0, got {c.temperature}")
+        raise HabiConfigError(f"planner temperature must be > 0, got {c.temperature}")
     if c.decision not in ("argmax", "softmax"):
-        raise ValueError(f"planner decision must be 'argmax' or 'softmax', got {c.decision!r}")
+        raise HabiConfigError(f"planner decision must be 'argmax' or 'softmax', got {c.decision!r}")
     if c.schedule not in ("vp", "cosine"):
-        raise ValueError(f"planner schedule must be 'vp' or 'cosine', got {c.schedule!r}")
+        raise HabiConfigError(f"planner schedule must be 'vp' or 'cosine', got {c.schedule!r}")
 
 
 class PlannerNets(nn.Module):
@@ -102,7 +103,7 @@ class DiffusionPlanner:
         self.config, self.nets, self.normalizer = config, nets, normalizer
         self.nets.eval()
         if backend not in ("numpy", "torch", "reference"):
-            raise ValueError(f"backend must be 'numpy', 'torch' or 'reference', got {backend!r}")
+            raise HabiConfigError(f"backend must be 'numpy', 'torch' or 'reference', got {backend!r}")
         self.backend = backend
         self._rng = np.random.default_rng(seed)
         self._fast = None  # built on the first fast act() (weights snapshotted: the planner is frozen)
@@ -127,7 +128,7 @@ class DiffusionPlanner:
         c = self.config
         n = c.num_candidates if n is None else n
         if n < 1:
-            raise ValueError(f"num_candidates must be >= 1, got {n}")
+            raise HabiConfigError(f"num_candidates must be >= 1, got {n}")
         b = s.shape[0]
         s_rep = s.repeat_interleave(n, dim=0)  # (B·n, obs)
         a = self.nets.ema_actor.sample(s_rep, temperature=c.temperature, temperature_all_steps=c.temperature_all_steps,
@@ -150,7 +151,7 @@ class DiffusionPlanner:
         """Raw observations ``(B, obs_dim)`` -> actions ``(B, act_dim)`` in [-1, 1]."""
         obs = np.asarray(observations, dtype=np.float32)
         if obs.ndim != 2 or obs.shape[1] != self.config.obs_dim:
-            raise ValueError(f"observations must have shape (B, {self.config.obs_dim}), got {obs.shape}")
+            raise HabiConfigError(f"observations must have shape (B, {self.config.obs_dim}), got {obs.shape}")
         with torch.no_grad():
             return self.act_normalized(torch.from_numpy(self.normalizer(obs))).numpy()
 
@@ -158,7 +159,7 @@ class DiffusionPlanner:
         """One raw observation ``(obs_dim,)`` -> one action ``(act_dim,)``."""
         obs = np.asarray(observation, dtype=np.float32)
         if obs.shape != (self.config.obs_dim,):
-            raise ValueError(f"observation must have shape ({self.config.obs_dim},), got {obs.shape}")
+            raise HabiConfigError(f"observation must have shape ({self.config.obs_dim},), got {obs.shape}")
         if self.backend == "reference":
             return self.act_batch(obs[None])[0]
         if self._fast is None:
@@ -218,11 +219,11 @@ class PlannerTrainConfig:
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.batch_size < 1:
-            raise ValueError(f"planner training steps and batch_size must be >= 1, got {self.steps}, {self.batch_size}")
+            raise HabiConfigError(f"planner training steps and batch_size must be >= 1, got {self.steps}, {self.batch_size}")
         if self.lr <= 0:
-            raise ValueError(f"planner lr must be > 0, got {self.lr}")
+            raise HabiConfigError(f"planner lr must be > 0, got {self.lr}")
         if not 0 < self.gamma <= 1 or not 0 < self.tau <= 1 or self.eta < 0:
-            raise ValueError(f"planner gamma and tau must be in (0, 1] and eta >= 0, got {self.gamma}, {self.tau}, "
+            raise HabiConfigError(f"planner gamma and tau must be in (0, 1] and eta >= 0, got {self.gamma}, {self.tau}, "
                              f"{self.eta}")
 
 
@@ -244,7 +245,7 @@ def train_planner(data: dict[str, np.ndarray], *, config: PlannerConfig, train: 
     rng = np.random.default_rng(seed)
     q = qlearning_dataset(data)
     if q["observations"].shape[1] != config.obs_dim or q["actions"].shape[1] != config.act_dim:
-        raise ValueError(f"data sizes (obs {q['observations'].shape[1]}, act {q['actions'].shape[1]}) do not match "
+        raise HabiConfigError(f"data sizes (obs {q['observations'].shape[1]}, act {q['actions'].shape[1]}) do not match "
                          f"the planner config (obs {config.obs_dim}, act {config.act_dim})")
     norm = GaussianNormalizer.fit(q["observations"])
     S, A = torch.from_numpy(norm(q["observations"])), torch.from_numpy(q["actions"])

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from habi.data import GaussianNormalizer
+from habi.errors import HabiConfigError
 from habi.model import SIGMA_FLOOR, HabiConfig, Synergy
 from habi.nets import FusedTwinMLP
 
@@ -41,15 +42,15 @@ def select_candidates(actions: torch.Tensor, scores: torch.Tensor) -> torch.Tens
 
 def check_inference_options(num_candidates: int, scorer: str, latent: str) -> None:
     if num_candidates < 1:
-        raise ValueError(f"num_candidates must be >= 1, got {num_candidates}")
+        raise HabiConfigError(f"num_candidates must be >= 1, got {num_candidates}")
     if scorer not in SCORERS:
-        raise ValueError(f"scorer must be one of {SCORERS}, got {scorer!r}")
+        raise HabiConfigError(f"scorer must be one of {SCORERS}, got {scorer!r}")
     if latent not in LATENTS:
-        raise ValueError(f"latent must be one of {LATENTS}, got {latent!r}")
+        raise HabiConfigError(f"latent must be one of {LATENTS}, got {latent!r}")
     if scorer == "none" and num_candidates != 1:
-        raise ValueError(f"scorer='none' needs num_candidates=1 (nothing to choose between), got {num_candidates}")
+        raise HabiConfigError(f"scorer='none' needs num_candidates=1 (nothing to choose between), got {num_candidates}")
     if latent == "mean" and num_candidates != 1:
-        raise ValueError(f"latent='mean' gives identical candidates; use num_candidates=1, got {num_candidates}")
+        raise HabiConfigError(f"latent='mean' gives identical candidates; use num_candidates=1, got {num_candidates}")
 
 
 class HabitualPolicy:
@@ -73,7 +74,7 @@ class HabitualPolicy:
                  latent: Literal["sample", "mean"] = "sample", backend: str = "numpy", seed: int = 0) -> None:
         check_inference_options(num_candidates, scorer, latent)
         if scorer.startswith("planner") and planner is None:
-            raise ValueError(f"scorer={scorer!r} needs the planner (pass planner=... or use scorer='habi')")
+            raise HabiConfigError(f"scorer={scorer!r} needs the planner (pass planner=... or use scorer='habi')")
         if num_candidates == 1:
             scorer = "none"  # one candidate: the critic cannot change the choice, skip its cost
         self.model, self.normalizer, self.planner = model.eval(), normalizer, planner
@@ -83,7 +84,7 @@ class HabitualPolicy:
         self._std = torch.tensor(normalizer.std, dtype=torch.float32)
         self._prior = FusedTwinMLP(model.prior.mu, model.prior.sigma)  # weights snapshotted (frozen policy)
         if backend not in ("numpy", "torch", "reference"):
-            raise ValueError(f"backend must be 'numpy', 'torch' or 'reference', got {backend!r}")
+            raise HabiConfigError(f"backend must be 'numpy', 'torch' or 'reference', got {backend!r}")
         self.backend, self._rng, self._fast = backend, np.random.default_rng(seed), None
         self._mean_np = np.asarray(normalizer.mean, dtype=np.float32)
         self._std_np = np.asarray(normalizer.std, dtype=np.float32)
@@ -122,7 +123,7 @@ class HabitualPolicy:
         """Raw observations ``(B, obs_dim)`` -> actions ``(B, act_dim)``."""
         obs = np.asarray(observations, dtype=np.float32)
         if obs.ndim != 2 or obs.shape[1] != self.cfg.obs_dim:
-            raise ValueError(f"observations must have shape (B, {self.cfg.obs_dim}), got {obs.shape}")
+            raise HabiConfigError(f"observations must have shape (B, {self.cfg.obs_dim}), got {obs.shape}")
         with torch.inference_mode():
             s = (torch.from_numpy(obs) - self._mean) / self._std
             return self._decide(s).numpy()
@@ -131,7 +132,7 @@ class HabitualPolicy:
         """One raw observation ``(obs_dim,)`` -> one action ``(act_dim,)``."""
         obs = np.asarray(observation, dtype=np.float32)
         if obs.shape != (self.cfg.obs_dim,):
-            raise ValueError(f"observation must have shape ({self.cfg.obs_dim},), got {obs.shape}")
+            raise HabiConfigError(f"observation must have shape ({self.cfg.obs_dim},), got {obs.shape}")
         if self.backend != "reference":
             if self._fast is None:
                 from habi.fast import FastHabit, NormalStream

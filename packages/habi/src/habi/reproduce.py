@@ -37,6 +37,7 @@ from habi.benchmark import batched_throughput, decision_frequency, speedup
 from habi.data import GaussianNormalizer, load_offline, normalized_score, qlearning_dataset
 from habi.datagen import DataGenConfig, make_offline_data
 from habi.envs import env_dims, evaluate_policy
+from habi.errors import HabiConfigError
 from habi.habitize import HabitizeConfig, habitize, log10_gap
 from habi.model import HabiConfig, Synergy
 from habi.nets import MLPPolicy
@@ -70,11 +71,11 @@ def episode_seeds(split: str, seed: int, episodes: int) -> range:
     stay below 10_100_000): hyper-parameters chosen on validation episodes never see a test episode.
     """
     if split not in ("test", "validation"):
-        raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
+        raise HabiConfigError(f"split must be 'test' or 'validation', got {split!r}")
     if not 1 <= episodes <= SEED_STRIDE:
-        raise ValueError(f"episodes must be in [1, {SEED_STRIDE}], got {episodes}")
+        raise HabiConfigError(f"episodes must be in [1, {SEED_STRIDE}], got {episodes}")
     if not 0 <= seed < MAX_RUN_SEED:
-        raise ValueError(f"seed must be in [0, {MAX_RUN_SEED}) to keep test and validation episodes apart, got {seed}")
+        raise HabiConfigError(f"seed must be in [0, {MAX_RUN_SEED}) to keep test and validation episodes apart, got {seed}")
     base = TEST_SEED_BASE if split == "test" else VALIDATION_SEED_BASE
     start = base + SEED_STRIDE * seed
     return range(start, start + episodes)

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from habi.data import qlearning_dataset
+from habi.errors import HabiConfigError
 from habi.planner import DiffusionPlanner
 
 
@@ -30,16 +31,16 @@ def generate_goal_directed_behavior(planner: DiffusionPlanner, data: dict[str, n
     from tqdm.auto import tqdm
 
     if num_candidates < 1:
-        raise ValueError(f"num_candidates must be >= 1, got {num_candidates}")
+        raise HabiConfigError(f"num_candidates must be >= 1, got {num_candidates}")
     if not 1 <= stored <= num_candidates:
-        raise ValueError(f"stored candidates must be in [1, num_candidates={num_candidates}], got {stored}")
+        raise HabiConfigError(f"stored candidates must be in [1, num_candidates={num_candidates}], got {stored}")
     if batch_states < 1:
-        raise ValueError(f"batch_states must be >= 1, got {batch_states}")
+        raise HabiConfigError(f"batch_states must be >= 1, got {batch_states}")
     obs = qlearning_dataset(data)["observations"]
     if max_states is not None and len(obs) > max_states:
         obs = obs[np.random.default_rng(seed).choice(len(obs), size=max_states, replace=False)]
     if obs.shape[1] != planner.config.obs_dim:
-        raise ValueError(f"observation size {obs.shape[1]} does not match the planner's {planner.config.obs_dim}")
+        raise HabiConfigError(f"observation size {obs.shape[1]} does not match the planner's {planner.config.obs_dim}")
     torch.manual_seed(seed)
     s_all = torch.from_numpy(planner.normalizer(obs))
     outs: dict[str, list[torch.Tensor]] = {k: [] for k in ("cand", "val", "best", "bestv", "allc", "allv")}
