@@ -74,15 +74,19 @@ def _agent_kwargs(cfg: TrainConfig) -> dict:
 
 
 def train(cfg: TrainConfig) -> int:
+    from icml25.errors import check_non_negative, check_positive
     from icml25.seeding import seed_everything
 
     from kea.experiment import make_env
     from kea.variants import make_agent
 
-    if cfg.steps <= 0:
-        raise ValueError(f"steps must be > 0, got {cfg.steps}")
+    check_positive(cfg, "steps", "train_freq", "gradient_steps", "hidden", "batch_size", prefix="--")
+    check_positive(cfg, "alpha", integer=False, prefix="--")
+    check_non_negative(cfg, "learning_starts", "beta_i", prefix="--")
+    if cfg.beta_e is not None:
+        check_non_negative(cfg, "beta_e", prefix="--")
     if cfg.size < 2:
-        raise ValueError(f"size must be >= 2, got {cfg.size}")
+        raise ValueError(f"--size must be >= 2, got {cfg.size}")
     seed_everything(cfg.seed)
     rd = open_run_dir("kea", cfg)
     rd.write_config(cfg)
@@ -105,7 +109,7 @@ def train(cfg: TrainConfig) -> int:
                "gate_open_step": tr.gate_open_step, "seconds": tr.seconds}
     rd.write_json("summary.json", summary)
     if not cfg.quiet:
-        print(f"trained {cfg.variant} on {cfg.task}: {summary}; saved to {rd.path / 'model'}")
+        print(f"trained {cfg.variant} on {cfg.task}: {summary}; saved to {rd.target / 'model'}")
     return 0
 
 
@@ -120,7 +124,11 @@ def evaluate(cfg: EvaluateConfig) -> int:
         raise FileNotFoundError(f"{str(model)!r} has no model_config.json; pass --run DIR of a `kea train` run")
     if cfg.episodes <= 0:
         raise ValueError(f"episodes must be > 0, got {cfg.episodes}")
-    env_cfg = json.loads((model / "model_config.json").read_text())["env"]
+    from icml25.errors import UserInputError, read_json
+
+    env_cfg = read_json(model / "model_config.json", what="--run config", required=("env",))["env"]
+    if not isinstance(env_cfg, dict) or any(k not in env_cfg for k in ("task", "size", "seed")):
+        raise UserInputError(f"{str(model / 'model_config.json')!r}: 'env' must hold the keys task, size, seed")
     env = make_env(env_cfg["task"], size=env_cfg["size"], seed=env_cfg["seed"])
     agent = KEA.load(model, env)
     ret = greedy_return(agent, make_env(env_cfg["task"], size=env_cfg["size"], seed=cfg.seed),

@@ -32,13 +32,10 @@ from stable_baselines3.common.utils import polyak_update
 from torch import nn
 from torch.nn import functional as F
 
+from kea.errors import KEAConfigError
 from kea.optim import Adam
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
-
-
-class KEAConfigError(ValueError):
-    """Invalid configuration of a KEA/SAC component (the message names the field and the allowed values)."""
 
 
 class GenDropout(nn.Module):
