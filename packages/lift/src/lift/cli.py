@@ -123,7 +123,7 @@ def train(cfg: TrainConfig) -> int:
     rd.write_json("train_summary.json", summary)
     if not cfg.quiet:
         print(f"final loss {summary['final_loss']:.4f}; {summary['trainable_entries']} trainable entries, "
-              f"{summary['optimizer_state_floats']} optimizer-state floats; model saved to {rd.path / 'model'}")
+              f"{summary['optimizer_state_floats']} optimizer-state floats; model saved to {rd.target / 'model'}")
     return 0
 
 
@@ -146,8 +146,9 @@ def evaluate(cfg: EvaluateConfig) -> int:
     result = {"model": cfg.model, "task": None if cfg.data else cfg.task, "data": cfg.data, "n": len(examples),
               "exact_match": acc}
     if cfg.out is not None:
-        Path(cfg.out).mkdir(parents=True, exist_ok=True)
-        atomic_write_json(Path(cfg.out) / "eval.json", result)
+        rd = open_run_dir(METHOD.name, cfg)  # --out was checked before the evaluation (method_main)
+        rd.write_config(cfg)
+        atomic_write_json(rd.path / "eval.json", result)
     if not cfg.quiet:
         print(f"exact match on {len(examples)} examples: {acc:.4f}")
     return 0

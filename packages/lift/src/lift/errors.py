@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from icml25.errors import UserInputError
 
-class LiftConfigError(ValueError):
+
+class LiftConfigError(UserInputError):
     """An invalid hyper-parameter or input (the message names the field and what is allowed)."""
 
 

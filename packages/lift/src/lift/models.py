@@ -58,17 +58,26 @@ def load_model(model: str, *, tiny: TinySpec | None = None, cache_dir: str | os.
     is_local = path.exists()
     if not is_local and (model.startswith((".", "/", "~")) or os.sep in model.strip("/").replace("/", "", 1)):
         raise ModelLoadError(f"model folder {model!r} does not exist")
+    from icml25.errors import user_message
+    from icml25.hub import hub_kwargs
+
+    kw = {"local_files_only": True} if is_local else hub_kwargs()  # offline: fail in seconds, no retries
+    where = "local folder" if is_local else "Hugging Face model id (this needs the network or a filled HF cache)"
     try:
-        m = AutoModelForCausalLM.from_pretrained(str(path) if is_local else model, torch_dtype=torch.float32)
+        m = AutoModelForCausalLM.from_pretrained(str(path) if is_local else model, torch_dtype=torch.float32, **kw)
         if is_local and (path / _TOKENIZER_MARKER).exists():
             from icml25.testbeds.lm import build_tokenizer
 
             tok = build_tokenizer()
         else:
-            tok = AutoTokenizer.from_pretrained(str(path) if is_local else model)
+            tok = AutoTokenizer.from_pretrained(str(path) if is_local else model, **kw)
     except OSError as exc:
-        where = "local folder" if is_local else "Hugging Face model id (this needs the network or a filled HF cache)"
-        raise ModelLoadError(f"could not load {model!r} as a {where}: {exc}") from exc
+        raise ModelLoadError(f"could not load {model!r} as a {where}: {str(exc).splitlines()[0]}") from exc
+    except Exception as exc:  # corrupt weights (SafetensorError), a config without model_type (ValueError), ...
+        msg = user_message(exc)
+        if msg is None:
+            raise
+        raise ModelLoadError(f"could not load {model!r} as a {where}: {msg.splitlines()[0]}") from exc
     if tok.pad_token_id is None and tok.eos_token_id is not None:
         tok.pad_token = tok.eos_token
     return m.to(device), tok
