@@ -83,7 +83,61 @@ def _prior(spec: str, prior_steps: int):
             AutoTokenizer.from_pretrained(path, local_files_only=True))
 
 
+_TEXT_FIELDS = ("prompt", "chosen", "rejected", "completion")
+_FORMATS = (("chosen", "rejected"), ("completion", "label"), ("steps", "step_labels"))
+
+
+def read_rows(path: Path) -> list[dict]:
+    """Read a JSONL preference file; every error names the file, the line and the field."""
+    import math
+
+    from icml25.errors import UserInputError
+
+    if not path.exists():
+        raise FileNotFoundError(f"--data {path} does not exist (make one with `pipa make-data`)")
+    if not path.is_file():
+        raise UserInputError(f"--data {str(path)!r} is not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UserInputError(f"--data {str(path)!r} is not a UTF-8 text (JSONL) file") from None
+    rows = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"--data {str(path)!r} line {i}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserInputError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(row, dict):
+            raise UserInputError(f"{where}: each line must be a JSON object, got {type(row).__name__}")
+        if not isinstance(row.get("prompt"), str):
+            raise UserInputError(f"{where}: field 'prompt' must be a string, got {row.get('prompt')!r}")
+        if not any(all(k in row for k in fmt) for fmt in _FORMATS):
+            raise UserInputError(f"{where}: expected the fields prompt + chosen/rejected, completion/label or "
+                                 f"steps/step_labels, got {sorted(row)}")
+        for k in _TEXT_FIELDS:
+            if k in row and not isinstance(row[k], str):
+                raise UserInputError(f"{where}: field {k!r} must be a string, got {row[k]!r}")
+        if "label" in row and (not isinstance(row["label"], (bool, int, float)) or
+                               (isinstance(row["label"], float) and math.isnan(row["label"]))):
+            raise UserInputError(f"{where}: field 'label' must be 0/1 or true/false, got {row['label']!r}")
+        if "steps" in row and (not isinstance(row["steps"], list) or not all(isinstance(x, str) for x in row["steps"])):
+            raise UserInputError(f"{where}: field 'steps' must be a list of strings")
+        rows.append(row)
+    if not rows:
+        raise UserInputError(f"--data {str(path)!r} holds no rows")
+    return rows
+
+
+def _check_prior_steps(spec: str, prior_steps: int) -> None:
+    if spec == "testbed" and prior_steps < 1:
+        raise ValueError(f"--prior-steps must be an integer >= 1, got {prior_steps}")
+
+
 def make_data(cfg: MakeDataConfig) -> int:
+    from icml25.errors import check_non_negative, check_positive
     from icml25.testbeds import lm
 
     from pipa.data import (
@@ -97,6 +151,10 @@ def make_data(cfg: MakeDataConfig) -> int:
         unpaired_rows,
     )
 
+    check_positive(cfg, "n_prompts", "k", "prior_steps", prefix="--")
+    check_non_negative(cfg, "step_error", prefix="--")
+    if cfg.step_error > 1:
+        raise ValueError(f"--step-error must be a probability in [0, 1], got {cfg.step_error}")
     rd = open_run_dir("pipa", cfg)
     rd.write_config(cfg)
     prior, tok = noisy_prior(steps=cfg.prior_steps, seed=0, step_error=cfg.step_error)
@@ -107,20 +165,24 @@ def make_data(cfg: MakeDataConfig) -> int:
                        ("step_unpaired", step_unpaired_rows(samples))):
         rd.write_text(f"{name}.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
         if not cfg.quiet:
-            print(f"{name}: {len(rows)} rows -> {rd.path / (name + '.jsonl')}")
+            print(f"{name}: {len(rows)} rows -> {rd.target / (name + '.jsonl')}")
     return 0
 
 
 def train(cfg: TrainConfig) -> int:
     import copy
 
+    from icml25.errors import check_non_negative, check_positive
+
+    check_positive(cfg, "steps", "batch_size", "max_length", prefix="--")
+    check_positive(cfg, "lr", integer=False, prefix="--")
+    check_non_negative(cfg, "lora_r", prefix="--")
+    _check_prior_steps(cfg.prior, cfg.prior_steps)
+    rows = read_rows(cfg.data)  # all inputs are checked before the heavy imports (trl, transformers)
+
     from icml25.seeding import seed_everything
 
     from pipa.trainer import PIPAConfig, PIPATrainer
-
-    if not cfg.data.exists():
-        raise FileNotFoundError(f"--data {cfg.data} does not exist (make one with `pipa make-data`)")
-    rows = [json.loads(line) for line in cfg.data.read_text().splitlines() if line.strip()]
     seed_everything(cfg.seed)
     rd = open_run_dir("pipa", cfg)
     rd.write_config(cfg)
@@ -145,7 +207,7 @@ def train(cfg: TrainConfig) -> int:
     model.save(rd.path / "model")
     tok.save_pretrained(rd.path / "model" / "lm")
     if not cfg.quiet:
-        print(f"model written to {rd.path / 'model'}")
+        print(f"model written to {rd.target / 'model'}")
     return 0
 
 
@@ -155,6 +217,9 @@ def evaluate(cfg: EvaluateConfig) -> int:
     from pipa.evaluate import greedy_accuracy
     from pipa.model import ValueHeadModel
 
+    if cfg.n_prompts < 1:
+        raise ValueError(f"--n-prompts must be an integer >= 1, got {cfg.n_prompts}")
+    _check_prior_steps(cfg.prior, cfg.prior_steps)
     rd = open_run_dir("pipa", cfg)
     rd.write_config(cfg)
     model = ValueHeadModel.load(cfg.model)

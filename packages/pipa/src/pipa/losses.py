@@ -40,6 +40,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from pipa.errors import PIPAError
+
 __all__ = [
     "PIPAError",
     "log1mexp",
@@ -56,10 +58,6 @@ __all__ = [
 
 VARIANTS = ("M", "N")
 M_GUARDS = ("clamp", "raise")
-
-
-class PIPAError(ValueError):
-    """Bad input to a PIPA loss, dataset or trainer."""
 
 
 def log1mexp(s: torch.Tensor) -> torch.Tensor:

@@ -66,9 +66,17 @@ class ValueHeadModel(nn.Module):
         path = Path(path)
         if not (path / "lm").is_dir():
             raise FileNotFoundError(f"{path} is not a PIPA checkpoint (no lm/ folder)")
-        lm = AutoModelForCausalLM.from_pretrained(path / "lm", local_files_only=True)
-        model = cls(lm)
-        model.value_head.load_state_dict(load_tensors(path / "value_head.safetensors"), strict=True)
+        from icml25.errors import UserInputError, user_message
+
+        try:
+            lm = AutoModelForCausalLM.from_pretrained(path / "lm", local_files_only=True)
+            model = cls(lm)
+            model.value_head.load_state_dict(load_tensors(path / "value_head.safetensors"), strict=True)
+        except Exception as exc:  # a corrupt or foreign checkpoint: name the folder, keep bugs' tracebacks
+            msg = user_message(exc) if not isinstance(exc, RuntimeError) else str(exc).splitlines()[0]
+            if msg is None:
+                raise
+            raise UserInputError(f"{str(path)!r} is not a loadable PIPA checkpoint: {msg}") from exc
         return model
 
 
