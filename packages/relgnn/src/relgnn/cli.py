@@ -57,11 +57,14 @@ class EvaluateConfig(CommonOptions):
     """Split to evaluate."""
 
 
+_FIT_KEYS = ("gnn", "channels", "num_layers", "num_heads", "epochs", "lr", "simplified_mp", "route_aggr", "seed")
+_CONFIG_KEYS = _FIT_KEYS + ("dataset", "task", "num_users", "num_items", "num_windows")
+
+
 def _fit_cfg(cfg: dict):
     from relgnn.train import FitConfig
 
-    keys = ("gnn", "channels", "num_layers", "num_heads", "epochs", "lr", "simplified_mp", "route_aggr", "seed")
-    return FitConfig(**{k: cfg[k] for k in keys})
+    return FitConfig(**{k: cfg[k] for k in _FIT_KEYS})
 
 
 def _prepare(cfg: dict):
@@ -100,21 +103,24 @@ def train(cfg: TrainConfig) -> int:
     rd.write_json("summary.json", summary)
     if not cfg.quiet:
         print(f"{cfg.gnn} L={cfg.num_layers} on {cfg.dataset}/{cfg.task}: val {res.metric} {res.val:.4f}, "
-              f"test {res.test:.4f}  -> {rd.path}")
+              f"test {res.test:.4f}  -> {rd.target}")
     return 0
 
 
 def evaluate(cfg: EvaluateConfig) -> int:
     import json
 
-    import torch
-    from icml25.checkpoint import load_config, load_model
-
-    from relgnn.train import build_model, evaluate_predictions, predict_split
+    from icml25.checkpoint import load_config
 
     if not (cfg.run / "model_config.json").exists():
         raise FileNotFoundError(f"--run {cfg.run}: no model_config.json there (write one with `relgnn train`)")
-    conf = load_config(cfg.run)
+    conf = load_config(cfg.run, required=_CONFIG_KEYS)  # checked before the heavy imports
+
+    import torch
+    from icml25.checkpoint import load_model
+
+    from relgnn.train import build_model, evaluate_predictions, predict_split
+
     torch.set_num_threads(1)
     graph, td = _prepare(conf)
     fc = _fit_cfg(conf)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from icml25.errors import UserInputError
 
-class RelGNNError(ValueError):
+
+class RelGNNError(UserInputError):
     """Base class of every user-facing relgnn error."""
 
 

@@ -115,7 +115,7 @@ def train(cfg: TrainConfig) -> int:
     save_model(rd.path, model, model_cfg)
     rd.write_json("eval.json", {"test_accuracy": acc})
     if not cfg.quiet:
-        print(f"test accuracy {acc:.4f}; saved to {rd.path}")
+        print(f"test accuracy {acc:.4f}; saved to {rd.target}")
     return 0
 
 
@@ -131,7 +131,7 @@ def evaluate(cfg: EvaluateConfig) -> int:
     run = Path(cfg.run)
     if not cfg.run or not (run / "model_config.json").exists():
         raise FileNotFoundError(f"run must be a directory written by `string-pe train`, got {cfg.run!r}")
-    model_cfg = load_config(run)
+    model_cfg = load_config(run, required=("task", "pe", "dim", "depth", "heads"))
     model = load_model(run, _build)
     inputs, labels = _data(model_cfg["task"], "test", 500, cfg.seed)
     res = {"test_accuracy": accuracy(model, inputs, labels)}
@@ -149,6 +149,9 @@ def bench(cfg: BenchmarkConfig) -> int:
 
     if cfg.head_dim < 2 or cfg.head_dim % 2:
         raise ValueError(f"head_dim must be an even int >= 2, got {cfg.head_dim}")
+    for name in ("heads", "tokens", "repeats"):
+        if getattr(cfg, name) < 1:
+            raise ValueError(f"--{name} must be an integer >= 1, got {getattr(cfg, name)}")
     set_threads(2)
     r = benchmark(head_dim=cfg.head_dim, num_heads=cfg.heads, tokens=cfg.tokens, repeats=cfg.repeats, seed=cfg.seed)
     base = r["rope-axial"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from icml25.errors import UserInputError
 
-class PositionEncodingError(ValueError):
+
+class PositionEncodingError(UserInputError):
     """Bad input to a position encoding, attention layer, model or data generator (a :class:`ValueError`)."""

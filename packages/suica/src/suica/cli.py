@@ -135,7 +135,8 @@ def fit(cfg: FitConfig) -> int:
 
     _threads()
     seed_everything(cfg.seed)
-    adata = read_h5ad(cfg.data)
+    adata = read_h5ad(cfg.data, what="--data")
+    _check_all_coords(adata, "--data")
     if cfg.preprocess:
         tr, _ = _split(adata, cfg.split_key)
         adata = preprocess(adata, min_counts_spot=cfg.min_counts_spot, min_counts_gene=cfg.min_counts_gene,
@@ -153,7 +154,7 @@ def fit(cfg: FitConfig) -> int:
     write_h5ad(adata, rd.path / "data.h5ad")
     rd.write_json("fit.json", {"n_train": int(len(tr)), "n_test": int(len(te)), "timings_s": model.timings})
     if not cfg.quiet:
-        print(f"fitted SUICA on {len(tr)} spots x {adata.n_vars} genes ({len(te)} held out); model in {rd.path}")
+        print(f"fitted SUICA on {len(tr)} spots x {adata.n_vars} genes ({len(te)} held out); model in {rd.target}")
     return 0
 
 
@@ -166,15 +167,47 @@ def _load_coords(path: Path):
     if not path.exists():
         raise FileNotFoundError(f"no such coordinates file: {str(path)!r}")
     if path.suffix == ".h5ad":
-        a = read_h5ad(path)
+        a = read_h5ad(path, what="--coords")
         if "spatial" not in a.obsm:
-            raise SUICAInputError(f'{path}: obsm["spatial"] is missing')
-        return np.asarray(a.obsm["spatial"])
-    if path.suffix == ".npy":
-        return np.load(path)
-    if path.suffix == ".csv":
-        return np.loadtxt(path, delimiter=",", ndmin=2)
-    raise SUICAInputError(f"--coords must be .h5ad, .npy or .csv, got {str(path)!r}")
+            raise SUICAInputError(f'--coords {str(path)!r}: obsm["spatial"] is missing')
+        xy = np.asarray(a.obsm["spatial"])
+    elif path.suffix == ".npy":
+        try:
+            xy = np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise SUICAInputError(f"--coords {str(path)!r} is not a numeric .npy array file ({exc})") from None
+    elif path.suffix == ".csv":
+        try:
+            xy = np.loadtxt(path, delimiter=",", ndmin=2)
+        except ValueError:
+            try:  # one header row (e.g. "x,y") is allowed
+                xy = np.loadtxt(path, delimiter=",", ndmin=2, skiprows=1)
+            except ValueError as exc:
+                raise SUICAInputError(f"--coords {str(path)!r}: expected a CSV of numbers, one row per location "
+                                      f"(an optional header row), got: {exc}") from None
+    else:
+        raise SUICAInputError(f"--coords must be .h5ad, .npy or .csv, got {str(path)!r}")
+    if xy.ndim != 2 or xy.shape[1] not in (2, 3):
+        raise SUICAInputError(f"--coords {str(path)!r}: expected shape (n, 2) or (n, 3), got {xy.shape}")
+    if not np.issubdtype(xy.dtype, np.number) or not np.isfinite(xy).all():
+        raise SUICAInputError(f"--coords {str(path)!r}: coordinates must be finite numbers (NaN/inf found)")
+    return xy
+
+
+def _check_all_coords(adata, what: str) -> None:
+    """Every spot (held-out ones too) needs finite coordinates: a NaN would silently break the split's metrics."""
+    import numpy as np
+
+    from suica.errors import SUICAInputError
+
+    if "spatial" not in adata.obsm:
+        raise SUICAInputError(f'{what}: obsm["spatial"] (spot coordinates) is missing')
+    xy = np.asarray(adata.obsm["spatial"], dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(xy).all(axis=1))
+    if bad.size:
+        names = [str(adata.obs_names[i]) for i in bad[:3]]
+        raise SUICAInputError(f'{what}: obsm["spatial"] has non-finite coordinates for {bad.size} spot(s), '
+                              f"e.g. {names}")
 
 
 def predict(cfg: PredictConfig) -> int:
@@ -209,9 +242,9 @@ def evaluate(cfg: EvaluateConfig) -> int:
     _threads()
     model = SUICA.load(cfg.model, device=cfg.device)
     if cfg.data is not None:
-        a = read_h5ad(cfg.data)
+        a = read_h5ad(cfg.data, what="--data")
     else:
-        a = read_h5ad(cfg.model / "data.h5ad")
+        a = read_h5ad(cfg.model / "data.h5ad", what="--model")
         _, te = _split(a, "split")
         if len(te) == 0:
             raise ValueError("the model's data has no held-out spots (obs['split'] == 'test'); pass --data")
@@ -224,7 +257,9 @@ def evaluate(cfg: EvaluateConfig) -> int:
     res = metrics(pred, truth)
     if not cfg.quiet:
         print(json.dumps(res, indent=2))
-    (Path(cfg.model) / "evaluation.json").write_text(json.dumps(res, indent=2))
+    from icml25.io import atomic_write_json
+
+    atomic_write_json(Path(cfg.model) / "evaluation.json", res)
     return 0
 
 

@@ -109,15 +109,17 @@ def preprocess(
     return out
 
 
-def read_h5ad(path: str | Path):
-    """Read an ``.h5ad`` file (clear error when missing)."""
+def read_h5ad(path: str | Path, *, what: str = ".h5ad file"):
+    """Read an ``.h5ad`` file; errors name ``what`` (e.g. ``--data``) and the file."""
     import anndata as ad
+    from icml25.errors import require_hdf5
 
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"no such .h5ad file: {str(path)!r}")
+        raise FileNotFoundError(f"{what}: no such .h5ad file: {str(path)!r}")
     if path.suffix != ".h5ad":
-        raise SUICAInputError(f"expected a .h5ad file, got {str(path)!r}")
+        raise SUICAInputError(f"{what}: expected a .h5ad file, got {str(path)!r}")
+    require_hdf5(path, what=what)
     return ad.read_h5ad(path)
 
 
@@ -128,6 +130,11 @@ def write_h5ad(adata, path: str | Path) -> Path:
     path = Path(path)
     if path.suffix != ".h5ad":
         raise SUICAInputError(f"output path must end in .h5ad, got {str(path)!r}")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise SUICAInputError(f"output path {str(path)!r}: {str(parent)!r} is a file, not a folder")
+            break
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}.h5ad")
     adata.write_h5ad(tmp)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from icml25.errors import UserInputError
 
-class SUICAInputError(ValueError):
+
+class SUICAInputError(UserInputError):
     """Bad user input: the message names the field and what is allowed."""
 
 

@@ -271,7 +271,7 @@ class SUICA:
     def load(cls, path: str | Path, *, device: str = "cpu") -> SUICA:
         from icml25.checkpoint import load_config, load_model
 
-        cfg = load_config(path)
+        cfg = load_config(path, required=("suica", "frame", "var_names", "dim"))
         obj = cls(config=SUICAConfig.from_dict(cfg["suica"]), device=device)
         obj.model = load_model(path, lambda c: obj._build(len(c["var_names"]), int(c["dim"])))
         obj.model.to(obj._device()).eval()
