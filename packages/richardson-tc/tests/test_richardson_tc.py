@@ -286,3 +286,14 @@ def test_readme_python_quickstart_runs():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     code = re.findall(r"```python\n(.*?)```", readme, re.S)[0]
     exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+
+
+def test_cp_block_radius_equals_the_dense_error_map_radius():
+    from richardson_tc.solvers import cp_block_radius
+
+    x, mask, f = _problem(shape=(5, 4, 6), rank=2, p=0.5)
+    mu = unfold(mask, 1)
+    design = np.kron(np.eye(4), khatri_rao_except(f, 1))  # rows (i, j) → e_iᵀ ⊗ z_j; x = vec(A^{(1)}) row-major
+    rho = cp_block_radius(f, 1, mu)
+    np.testing.assert_allclose(rho, error_map_radius(design, mu.ravel()), rtol=1e-8)
+    assert not np.isclose(rho, 1 - mask.mean(), atol=1e-3)  # negative control: ρ is not exactly 1 − p here

@@ -29,7 +29,7 @@ from richardson_tc.config import BUDGETS, Config
 from richardson_tc.cp import init_factors, unfold
 from richardson_tc.data import ObservedEntries, make_tensor, sample_mask
 from richardson_tc.richardson import lifted_richardson
-from richardson_tc.solvers import CPModeSolver, KroneckerSolver, masked_lstsq
+from richardson_tc.solvers import CPModeSolver, KroneckerSolver, cp_block_radius, masked_lstsq
 
 LOGS = ("official repo's stored logs (rank 16, 10 sweeps, ε = 0.01, per ALS step, lifted+accel vs the per-entry "
         "loop): 5× at p = 0.1, 22× at 0.5, 35–37× at 0.9–1.0; abstract: 'can be 100x faster than direct methods'")
@@ -87,7 +87,7 @@ def block_fixed_point(cfg: Config, seeds: list[int], out: Path) -> Section:
 
 def rate_vs_p(cfg: Config, seeds: list[int], out: Path) -> Section:
     sec = Section("rate_vs_p")
-    slopes, rows = [], {p: [] for p in cfg.block_ps}
+    slopes, rel_gap, rows = [], [], {p: [] for p in cfg.block_ps}
     for s in seeds:
         counts = []
         for p in cfg.block_ps:
@@ -100,19 +100,31 @@ def rate_vs_p(cfg: Config, seeds: list[int], out: Path) -> Section:
                     break
             ratios = [b / a for a, b in zip(errs, errs[1:]) if a > 1e-12]
             rho = float(np.median(ratios[-10:])) if ratios else 0.0
+            rho_m = cp_block_radius(f, 0, obs[0])
+            if rho_m > 0.2:  # ratios of tiny errors are meaningless when a handful of updates suffice
+                rel_gap.append(abs(rho - rho_m) / rho_m)
             counts.append(len(errs))
-            rows[p].append((rho, len(errs)))
+            rows[p].append((rho, rho_m, len(errs)))
         slopes.append(float(np.polyfit(np.log(cfg.block_ps), np.log(counts), 1)[0]))
+    sec.add(Claim.threshold(
+        claim="The measured contraction of lifted Richardson equals the spectral radius ρ(M) of its error map "
+              "(within 5 %)", metric="|measured ratio − ρ(M)| / ρ(M)", ours=rel_gap, threshold=0.05,
+        higher_is_better=False, kind="property",
+        paper="paper §3: e_{t+1} = M e_t, M = (AᵀA)⁻¹A_Ω̄ᵀA_Ω̄, ρ = 1 − λ_min(…) < 1",
+        note="ρ(M) from the per-row generalised eigenvalues; one value per (seed, p) with ρ(M) > 0.2"))
     sec.add(Claim.threshold(
         claim="Inner updates to reach the block solution scale like 1/p (log-log slope within 0.3 of −1)",
         metric="|slope + 1| of log(updates to 1e-8) vs log p", ours=[abs(v + 1) for v in slopes], threshold=0.3,
         higher_is_better=False, kind="property",
-        paper="paper §3 / note: ρ ≈ 1 − p for uniform Ω ⇒ about log(1/ε)/p inner steps",
-        note="slopes per seed: " + ", ".join(f"{v:.2f}" for v in slopes)))
+        paper="note / paper analysis: ρ ≈ 1 − p for uniform Ω and incoherent A ⇒ about log(1/ε)/p inner steps",
+        note="slopes per seed: " + ", ".join(f"{v:.2f}" for v in slopes) + "; ρ(M) is a maximum over the rows "
+             "of A^{(n)}, each seeing only ≈ p·J observations, so it exceeds 1 − p most at small p"))
     sec.table("Contraction of the error map vs 1 − p (one ALS block, mean over seeds)",
-              ["p", "measured ρ (asymptotic error ratio)", "1 − p", "updates to 1e-8", "updates × p"],
-              [[p, float(np.mean([r for r, _ in v])), 1 - p, float(np.mean([n for _, n in v])),
-                float(np.mean([n for _, n in v])) * p] for p, v in rows.items()])
+              ["p", "measured ρ (asymptotic error ratio)", "ρ(M) (eigenvalues)", "1 − p", "updates to 1e-8",
+               "updates × p"],
+              [[p, float(np.mean([r for r, _, _ in v])), float(np.mean([m for _, m, _ in v])), 1 - p,
+                float(np.mean([n for _, _, n in v])), float(np.mean([n for _, _, n in v])) * p]
+               for p, v in rows.items()])
     return sec
 
 

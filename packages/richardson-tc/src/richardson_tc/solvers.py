@@ -208,3 +208,22 @@ def masked_lstsq(
         grams = np.matmul(np.swapaxes(zp, 1, 2), zp)  # Σ_{i: i_n = row} z_i z_iᵀ  [I_n, R, R]
         rhs = np.matmul(np.swapaxes(zp, 1, 2), xp.reshape(n_rows, width, 1))[..., 0]  # Σ x_i z_i  [I_n, R]
     return _solve_rows(grams, rhs, counts, factors[mode], method=method, ridge=ridge)
+
+
+def cp_block_radius(factors: Sequence[np.ndarray], mode: int, mask_unfolded: np.ndarray) -> float:
+    """Spectral radius ``ρ(M)`` of the lifted iteration's error map for a CP mode-``mode`` block.
+
+    ``(AᵀA)⁻¹ = (K_nᵀK_n)⁻¹`` acts on each row of ``A^{(n)}`` separately, so ``M`` is block diagonal with blocks
+    ``I − G⁻¹ G_Ω,i`` (``G = K_nᵀK_n``, ``G_Ω,i = Σ_{j observed in row i} z_j z_jᵀ``) and
+    ``ρ = max_i (1 − λ_min(G_Ω,i, G))`` (generalised symmetric eigenvalues). ``mask_unfolded`` is ``[I_n, J]``.
+    """
+    from scipy.linalg import eigh
+
+    k = khatri_rao_except(factors, mode)
+    g = k.T @ k
+    rho = 0.0
+    for row in np.asarray(mask_unfolded, dtype=bool):
+        ko = k[row]
+        lam = eigh(ko.T @ ko, g, eigvals_only=True)
+        rho = max(rho, 1.0 - float(lam.min()))
+    return rho
