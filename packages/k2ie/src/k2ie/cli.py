@@ -189,7 +189,8 @@ def evaluate_command(opts: EvaluateOptions) -> int:
             raise K2ieError("this run was fitted on your own points (no known truth): pass --x FILE to predict")
         d = model["data"]
         truth, win = _truth(d["name"], d["scale"], d["p_cell"], d["seed"])
-        result = integrated_errors(est.predict, truth, est.window_, per_unit=max(4.0, 200.0 / est.window_.volume))
+        per_unit = 200.0 / est.window_.volume if est.window_.d == 1 else 4.0  # 200 panels in 1-D, 4 per unit in 2-D
+        result = integrated_errors(est.predict, truth, est.window_, per_unit=per_unit)
         result["integral"] = est.integral()
     out = opts.out if opts.out is not None else default_out(METHOD.name)
     with RunDir(out, overwrite=opts.overwrite, staged=True) as rd:
