@@ -106,7 +106,8 @@ def paper() -> Config:
 
 def cpu() -> Config:
     """Quick settings: 3 seeds, smaller learned-score budgets."""
-    return replace(paper(), seeds=3, learned_steps=300, graph_steps=200, mc_chains=1000, graph_train=128)
+    return replace(paper(), seeds=3, learned_steps=200, graph_steps=150, mc_chains=1000, graph_train=96,
+                   learned_chains=256)
 
 
 BUDGETS = Budgets(
