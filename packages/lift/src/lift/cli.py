@@ -138,10 +138,10 @@ def evaluate(cfg: EvaluateConfig) -> int:
     if cfg.n_eval < 1:
         raise ValueError(f"n_eval must be >= 1; got {cfg.n_eval}")
     device = resolve_device(cfg.device)
+    examples = load_examples(task=cfg.task, data=cfg.data, n=cfg.n_eval, seed=10_000 + cfg.seed, split="test")
     path = Path(cfg.model)
     model_id = str(path / "model") if (path / "model" / "config.json").exists() else cfg.model
     model, tok = load_model(model_id, device=device)
-    examples = load_examples(task=cfg.task, data=cfg.data, n=cfg.n_eval, seed=10_000 + cfg.seed, split="test")
     acc = exact_match_any(model, tok, examples)
     result = {"model": cfg.model, "task": None if cfg.data else cfg.task, "data": cfg.data, "n": len(examples),
               "exact_match": acc}

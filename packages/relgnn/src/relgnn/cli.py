@@ -79,16 +79,22 @@ def _prepare(cfg: dict):
 
 
 def train(cfg: TrainConfig) -> int:
+    from icml25.errors import check_positive
+
+    # every argument is checked before the heavy imports (torch, torch_geometric, relbench)
+    check_positive(cfg, "channels", "num_layers", "num_heads", "epochs", "num_users", "num_items", "num_windows",
+                   "threads", prefix="--")
+    check_positive(cfg, "lr", integer=False, prefix="--")
+    if cfg.dataset == "synthetic":
+        from relgnn.synthetic import TASKS
+
+        if cfg.task not in TASKS:
+            raise ValueError(f"--task must be one of {sorted(TASKS)} for the synthetic dataset, got {cfg.task!r}")
+
     import torch
     from icml25.checkpoint import save_model
 
     from relgnn.train import fit
-
-    for name in ("channels", "num_layers", "num_heads", "epochs", "num_users", "num_items", "threads"):
-        if getattr(cfg, name) <= 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {getattr(cfg, name)}")
-    if cfg.lr <= 0:
-        raise ValueError(f"--lr must be > 0, got {cfg.lr}")
     torch.set_num_threads(min(cfg.threads, 2))
     conf = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()}
     rd = open_run_dir("relgnn", cfg)

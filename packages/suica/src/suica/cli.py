@@ -97,6 +97,14 @@ def _threads() -> None:
 
 
 def simulate(cfg: SimulateConfig) -> int:
+    from icml25.errors import check_non_negative, check_positive
+
+    check_positive(cfg, "n_spots", "n_genes", "n_domains", prefix="--")
+    check_non_negative(cfg, "zero_frac", "holdout", "noise", prefix="--")
+    for name in ("zero_frac", "holdout"):
+        if getattr(cfg, name) >= 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be in [0, 1), got {getattr(cfg, name)}")
+
     import numpy as np
 
     from suica.data import write_h5ad
