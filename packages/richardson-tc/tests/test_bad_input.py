@@ -96,3 +96,25 @@ def test_cli_bad_input_one_error_line_exit_2_nothing_written(args, needle, tmp_p
     assert rc == 2
     assert "error" in err.lower() and needle in err and "Traceback" not in err
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_cli_complete_and_benchmark_write_their_run_dirs(tmp_path):
+    import json
+
+    out = tmp_path / "c"
+    assert main(["complete", "--shape", "8", "8", "8", "--true-rank", "2", "--p", "0.5", "--solver-options.rank",
+                 "2", "--solver-options.n-sweeps", "2", "--quiet", "--out", str(out)]) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert res["inner_updates"] >= 6 and 0 <= res["test_rre"] < 1
+    with np.load(out / "factors.npz") as z:
+        assert z["factor_0"].shape == (8, 2)
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).standard_normal((6, 5, 4)))
+    np.savez(tmp_path / "e.npz", coords=np.argwhere(M), values=X[M], shape=np.array(X.shape))
+    assert main(["complete", "--coo", str(tmp_path / "e.npz"), "--solver-options.rank", "2", "--solver-options.solver",
+                 "direct", "--quiet", "--out", str(tmp_path / "coo")]) == 0
+    assert main(["complete", "--input", str(tmp_path / "x.npy"), "--solver-options.rank", "2", "--quiet",
+                 "--out", str(tmp_path / "npy")]) == 0
+    assert main(["benchmark", "--shape", "8", "8", "8", "--rank", "2", "--ps", "0.5", "--n-sweeps", "2", "--quiet",
+                 "--out", str(tmp_path / "b")]) == 0
+    rows = json.loads((tmp_path / "b" / "benchmark.json").read_text())
+    assert {r["solver"] for r in rows} >= {"direct", "direct-loop", "em", "lifted", "lifted-accel"}

@@ -34,7 +34,7 @@ class SolverOptions:
     accelerate: bool = False
     """Geometric-series extrapolation of the inner iterates (α clamped ≤ 0.99)."""
     sampled: bool = False
-    """Leverage-score sampled inner solves (lifted only, no acceleration)."""
+    """Leverage-score sampled inner solves (lifted only; --accelerate is not applied to sampled solves)."""
     n_sweeps: int = 10
     """ALS sweeps over all modes (the official 10)."""
     ridge: float = 0.0
