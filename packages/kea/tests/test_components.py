@@ -1,4 +1,4 @@
-"""Closed forms of the SAC targets, Polyak extremes, RND, the EMA normaliser, NovelD and the switch."""
+"""Closed forms of the SAC targets, Polyak extremes, RND, the EMA normaliser and NovelD."""
 
 import math
 
@@ -8,7 +8,6 @@ import torch
 from gymnasium import spaces
 from kea.intrinsic import RND, EMARunningMeanStd, noveld_reward
 from kea.sac import ContinuousSAC, DiscreteSAC, KEAConfigError, continuous_sac_target, discrete_sac_target
-from kea.switch import switch
 
 
 def _close(a, b):
@@ -116,21 +115,6 @@ def test_noveld_closed_form():
     _close(r, torch.tensor([2.0, 0.0, 0.0, 10.0]))
     with pytest.raises(ValueError, match="noveld_alpha"):
         noveld_reward(n_next, n_cur, fv, alpha=1.5)
-
-
-def test_switch_picks_exactly():
-    g = torch.Generator().manual_seed(3)
-    z = torch.randn(64, generator=g)
-    sigma = 0.3
-    flag = z > sigma
-    a_b, a_s = torch.randint(0, 5, (64,), generator=g), torch.randint(0, 5, (64,), generator=g)
-    out = switch(flag, a_b, a_s)
-    assert torch.equal(out[flag], a_b[flag]) and torch.equal(out[~flag], a_s[~flag])
-    p_b, p_s = torch.rand(64, 5, generator=g), torch.rand(64, 5, generator=g)
-    out = switch(flag, p_b, p_s)
-    assert torch.equal(out[flag], p_b[flag]) and torch.equal(out[~flag], p_s[~flag])
-    assert torch.equal(switch(z > math.inf, a_b, a_s), a_s)
-    assert torch.equal(switch(z > -math.inf, a_b, a_s), a_b)
 
 
 def test_module_bad_inputs():

@@ -20,7 +20,6 @@ _LAZY = {
     "RND": ("kea.intrinsic", "RND"),
     "EMARunningMeanStd": ("kea.intrinsic", "EMARunningMeanStd"),
     "noveld_reward": ("kea.intrinsic", "noveld_reward"),
-    "switch": ("kea.switch", "switch"),
     "make_agent": ("kea.variants", "make_agent"),
     "VARIANTS": ("kea.variants", "VARIANTS"),
     "DeepSea": ("kea.envs", "DeepSea"),

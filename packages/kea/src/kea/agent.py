@@ -5,7 +5,7 @@
 * A^B (standard): reward ``β_e·r_ext`` only; its updates are held back until the end of the first episode with
   positive extrinsic return (``standard_update="first_success"``, the paper's semantics; "never" is the released
   code's effective behaviour, "always" trains it from the start).
-* Switch (:mod:`kea.switch`): after each step the normalised novelty ``z(s_{t+1})`` of the new state is computed; the
+* Switch (:meth:`KEA._behaviour`): after each step the normalised novelty ``z(s_{t+1})`` of the new state is computed; the
   next action comes from A^B where ``z > σ`` (``switch_threshold``, default 1), from A^SAC elsewhere.
 
 Baselines are special cases of the same class (same code, same hyper-parameters, same seeds):
