@@ -133,6 +133,12 @@ def minimize_debiased(x: np.ndarray, yhat: np.ndarray, *, radius: float = math.i
     ``radius = inf`` is the unconstrained estimator: if the loss is unbounded below the iterates grow until
     ``max_iter`` and the returned ``SolveInfo.converged`` is False.
     """
+    with np.errstate(over="ignore", invalid="ignore"):  # a diverging unconstrained fit may overflow: reported
+        return _minimize(x, yhat, radius=radius, l2=l2, tol=tol, max_iter=max_iter)
+
+
+def _minimize(x: np.ndarray, yhat: np.ndarray, *, radius: float, l2: float, tol: float,
+              max_iter: int) -> tuple[np.ndarray, SolveInfo]:
     n, d = x.shape
     info = SolveInfo()
     theta0 = np.zeros(d)
