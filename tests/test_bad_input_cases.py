@@ -85,6 +85,12 @@ def _cases(t: Path) -> list[tuple[str, str, list[str], str]]:
         ("pipa", "row without a known format", ["train", "--data", str(t / "no-fields.jsonl"), "--out", never],
          "line 1"),
         ("habi", "text as .npz", ["train-planner", "--data", str(t / "text.npz"), "--out", never], "text.npz"),
+        # NaN sizes and rates, unknown names
+        ("kea", "NaN entropy coefficient", ["train", "--alpha", "nan", "--out", never], "--alpha"),
+        ("pipa", "NaN learning rate", ["train", "--lr", "nan", "--data", str(t / "bad.jsonl"), "--out", never], "--lr"),
+        ("relgnn", "NaN learning rate", ["train", "--lr", "nan", "--out", never], "--lr"),
+        ("relgnn", "unknown task", ["train", "--task", "nope", "--out", never], "--task"),
+        ("suica", "NaN noise", ["simulate", "--noise", "nan", "--output", str(t / "never.h5ad")], "--noise"),
         ("focoop", "text as the clip checkpoint", ["run", "--clip-model", "local-dir:" + str(t / "run-missing-keys"),
                                                     "--out", never], "open_clip_config.json"),
     ]
@@ -161,9 +167,8 @@ def test_suica_fit_refuses_a_nan_coordinate_on_a_held_out_spot(tmp_path, capsys)
 def test_lift_offline_hub_id_fails_fast(monkeypatch):
     import time
 
-    from lift.models import load_model
-
     import torch  # noqa: F401  (imports are not what is timed)
+    from lift.models import load_model
     from transformers import AutoModelForCausalLM  # noqa: F401
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
