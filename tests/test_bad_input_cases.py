@@ -48,6 +48,7 @@ def _fixtures(tmp: Path) -> None:
     (pipa / "config.json").write_text(json.dumps(GPT2_CONFIG))
     (pipa / "model.safetensors").write_bytes(b"\x00garbage" * 8)
     (tmp / "fake.safetensors").write_text("text, not weights")
+    (tmp / "fake.pt").write_text("text, not weights")
 
 
 def _cases(t: Path) -> list[tuple[str, str, list[str], str]]:
@@ -91,7 +92,9 @@ def _cases(t: Path) -> list[tuple[str, str, list[str], str]]:
         ("relgnn", "NaN learning rate", ["train", "--lr", "nan", "--out", never], "--lr"),
         ("relgnn", "unknown task", ["train", "--task", "nope", "--out", never], "--task"),
         ("suica", "NaN noise", ["simulate", "--noise", "nan", "--output", str(t / "never.h5ad")], "--noise"),
-        ("focoop", "text as the clip checkpoint", ["run", "--clip-model", "local-dir:" + str(t / "run-missing-keys"),
+        ("focoop", "text as a .pt clip checkpoint", ["run", "--clip-model", "ViT-B-32", "--clip-checkpoint",
+                                                     str(t / "fake.pt"), "--out", never], "fake.pt"),
+        ("focoop", "text as the clip folder", ["run", "--clip-model", "local-dir:" + str(t / "run-missing-keys"),
                                                     "--out", never], "open_clip_config.json"),
     ]
 

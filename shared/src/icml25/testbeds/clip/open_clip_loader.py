@@ -101,7 +101,14 @@ def load_open_clip(
                 f"model_name={model_name!r} uses {key}={text_cfg[key]!r}, which is fetched from the HF hub; "
                 "only models with open_clip's built-in tokenizer are supported offline"
             )
-    model = open_clip.create_model(model_name, device=device, **kwargs).eval()
+    try:
+        model = open_clip.create_model(model_name, device=device, **kwargs).eval()
+    except Exception as exc:  # a text file, a truncated or foreign weight file: name it instead of a traceback
+        if "pretrained" not in kwargs:
+            raise
+        raise ValueError(f"checkpoint {str(checkpoint)!r} could not be loaded as weights of {model_name!r} "
+                         f"({type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else 'no message'})"
+                         ) from exc
     tokenizer = open_clip.get_tokenizer(model_name)
     pp = getattr(model.visual, "preprocess_cfg", {}) or {}
     size = model.visual.image_size
