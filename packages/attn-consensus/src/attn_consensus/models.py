@@ -76,11 +76,15 @@ def trained_tiny_gpt2(*, n_layer: int = 6, n_embd: int = 128, n_head: int = 4, s
 def load_model(path_or_id: str, *, attn_implementation: str = "sdpa") -> Any:
     """A user's GPT-2 / GPT-Neo (``AutoModelForCausalLM.from_pretrained``) in fp32 and eval mode. Needs the network
     for a hub id (fails with a clear error offline)."""
+    from pathlib import Path
+
+    from icml25.hub import hub_kwargs
     from transformers import AutoModelForCausalLM
 
+    kw = {"local_files_only": True} if Path(path_or_id).exists() else hub_kwargs()  # offline: fail in seconds
     try:
         model = AutoModelForCausalLM.from_pretrained(path_or_id, torch_dtype=torch.float32,
-                                                     attn_implementation=attn_implementation)
+                                                     attn_implementation=attn_implementation, **kw)
     except OSError as exc:
         raise AttnConsensusError(f"--model {path_or_id!r}: cannot load it ({exc.__class__.__name__}: "
                                  f"{str(exc).splitlines()[0][:200]}); pass a local folder or go online") from None
