@@ -1,0 +1,5 @@
+import sys
+
+from earl_bo.cli import main
+
+sys.exit(main())

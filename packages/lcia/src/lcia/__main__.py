@@ -1,0 +1,5 @@
+import sys
+
+from lcia.cli import main
+
+sys.exit(main())

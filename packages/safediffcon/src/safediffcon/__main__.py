@@ -1,0 +1,5 @@
+import sys
+
+from safediffcon.cli import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from select_augment.cli import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from sold.cli import main
+
+sys.exit(main())
