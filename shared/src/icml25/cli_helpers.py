@@ -37,8 +37,8 @@ thread_policy()
 
 
 @dataclass(frozen=True)
-class CommonOptions:
-    """Options shared by every command."""
+class BaseOptions:
+    """Options shared by every command (no ``--device``: for commands that run on the CPU only)."""
 
     seed: int = 0
     """Random seed (python, numpy, torch)."""
@@ -46,8 +46,6 @@ class CommonOptions:
     """Run directory; default runs/<method>/<timestamp>. Must not exist or be empty unless --overwrite."""
     overwrite: bool = False
     """Allow writing into an existing, non-empty --out."""
-    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
-    """Device: auto picks cuda, then mps, then cpu."""
     quiet: bool = False
     """No progress bars or tables on stdout."""
     threads: int | None = None
@@ -55,8 +53,19 @@ class CommonOptions:
 
 
 @dataclass(frozen=True)
-class ReproduceOptions(CommonOptions):
-    """Run the method and its baselines side by side and measure the paper's claims."""
+class CommonOptions(BaseOptions):
+    """:class:`BaseOptions` plus ``--device``, for commands that pass the device to torch
+    (``icml25.device.resolve_device(cfg.device)``). A command that ignores the device derives from
+    :class:`BaseOptions` instead, so ``--device`` is never accepted and then silently ignored."""
+
+    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
+    """Device: auto picks cuda, then mps, then cpu."""
+
+
+@dataclass(frozen=True)
+class ReproduceOptions(BaseOptions):
+    """Run the method and its baselines side by side and measure the paper's claims (a fixed CPU-scale protocol,
+    so there is no ``--device``)."""
 
     quick: bool = False
     """Small budget (about a minute on 2 CPU cores)."""
@@ -67,7 +76,7 @@ class ReproduceOptions(CommonOptions):
 _OPEN_RUNS: list[Any] = []  # run folders a command opened with open_run_dir; method_main commits or aborts them
 
 
-def open_run_dir(name: str, opts: CommonOptions, *, resume: bool = False):
+def open_run_dir(name: str, opts: BaseOptions, *, resume: bool = False):
     """The command's run folder (``--out``, default ``runs/<name>/<timestamp>``), staged unless ``resume``.
 
     A staged folder is written as a hidden sibling of ``--out``; :func:`method_main` moves it into place when the
@@ -104,7 +113,7 @@ def check_out(cfg: Any) -> None:
 
 
 def run_reproduce(method: Any, *, quick: bool, smoke: bool, out: Path, seed: int, overwrite: bool = False,
-                  quiet: bool = False, device: str = "auto") -> Any:
+                  quiet: bool = False, device: str = "cpu") -> Any:
     """Run ``method.reproduce`` into a fresh run directory and write config, env, results.md and results.json.
 
     The run is staged in a hidden sibling of ``out`` and moved into place when it finishes, so ``--overwrite``
@@ -135,7 +144,7 @@ def reproduce_command(method: Any) -> Callable[[ReproduceOptions], int]:
 
         out = opts.out if opts.out is not None else default_out(method.name)
         run_reproduce(method, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed,
-                      overwrite=opts.overwrite, quiet=opts.quiet, device=opts.device)
+                      overwrite=opts.overwrite, quiet=opts.quiet)
         return 0
 
     return _cmd

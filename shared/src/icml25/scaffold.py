@@ -254,15 +254,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, reproduce_command
 
 from {mod}.config import Config, cpu
 from {mod}.registry import METHOD
 
 
 @dataclass(frozen=True)
-class FitOptions(CommonOptions):
-    """Fit the method on generated data and write the run directory."""
+class FitOptions(BaseOptions):
+    """Fit the method on generated data and write the run directory.
+
+    (A command that runs torch on a chosen device derives from ``CommonOptions`` instead, which adds ``--device``,
+    and passes ``icml25.device.resolve_device(opts.device)`` to the method.)"""
 
     config: Config = cpu()
     """The method's configuration."""

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, reproduce_command
 
 from attn_consensus.errors import AttnConsensusError
 from attn_consensus.registry import METHOD
@@ -33,7 +33,7 @@ def _positive_int(field: str, value: int, minimum: int = 1) -> None:
 
 
 @dataclass(frozen=True)
-class SimulateOptions(CommonOptions):
+class SimulateOptions(BaseOptions):
     """Integrate the attention ODE on the sphere from random (or given) tokens; write the diagnostic curves."""
 
     mask: str = "causal"
@@ -67,7 +67,7 @@ class SimulateOptions(CommonOptions):
 
 
 @dataclass(frozen=True)
-class Gpt2Options(CommonOptions):
+class Gpt2Options(BaseOptions):
     """Run the consensus loop over a GPT-2 block stack on random prompts; write the per-layer diagnostic curve."""
 
     model: str = "tiny"

@@ -18,14 +18,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from habi.errors import HabiConfigError
 from habi.registry import METHOD
 
 
 @dataclass(frozen=True)
-class MakeDataConfig(CommonOptions):
+class MakeDataConfig(BaseOptions):
     """Generate offline data sets (D4RL layout) with our own SAC policy."""
 
     env_id: str = "Pendulum-v1"
@@ -43,7 +43,7 @@ class MakeDataConfig(CommonOptions):
 
 
 @dataclass(frozen=True)
-class TrainPlannerConfig(CommonOptions):
+class TrainPlannerConfig(BaseOptions):
     """Train the Diffusion-QL teacher planner on a D4RL-layout file."""
 
     data: Path = Path("runs/data/medium.hdf5")
@@ -73,7 +73,7 @@ class TrainPlannerConfig(CommonOptions):
 
 
 @dataclass(frozen=True)
-class HabitizeCliConfig(CommonOptions):
+class HabitizeCliConfig(BaseOptions):
     """Generate goal-directed behaviour with a trained planner and habitize it into a fast policy."""
 
     planner: Path = Path("runs/planner")
@@ -107,7 +107,7 @@ class HabitizeCliConfig(CommonOptions):
 
 
 @dataclass(frozen=True)
-class EvaluateConfig(CommonOptions):
+class EvaluateConfig(BaseOptions):
     """Roll out a trained policy and report returns, normalised score and decision frequency."""
 
     run: Path = Path("runs/habi")

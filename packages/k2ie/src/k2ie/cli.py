@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, reproduce_command
 
 from k2ie.config import EstimatorConfig
 from k2ie.errors import K2ieError
@@ -26,7 +26,7 @@ DataName = Literal["l1", "l2", "l3", "bumps2d"]
 
 
 @dataclass(frozen=True)
-class FitOptions(CommonOptions):
+class FitOptions(BaseOptions):
     """Fit an intensity estimator and write the run directory."""
 
     method: Literal["k2ie", "kie", "fie"] = "k2ie"
@@ -56,7 +56,7 @@ class FitOptions(CommonOptions):
 
 
 @dataclass(frozen=True)
-class EvaluateOptions(CommonOptions):
+class EvaluateOptions(BaseOptions):
     """Reload a `k2ie fit` run; score it against its generated truth, or predict at the points of a JSON file."""
 
     run: Path = Path("runs/k2ie/latest")

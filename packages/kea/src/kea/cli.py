@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from kea.registry import METHOD
 
 
 @dataclass(frozen=True)
-class TrainConfig(CommonOptions):
+class TrainConfig(BaseOptions):
     """Train one agent (KEA or a baseline) on one task and save it to the run directory."""
 
     task: Literal["deepsea", "gridnav", "mountaincar"] = "deepsea"
@@ -47,7 +47,7 @@ class TrainConfig(CommonOptions):
 
 
 @dataclass(frozen=True)
-class EvaluateConfig(CommonOptions):
+class EvaluateConfig(BaseOptions):
     """Evaluate a trained agent (a ``kea train`` run directory) with greedy actions."""
 
     run: Path = Path("runs/kea/latest")

@@ -6,14 +6,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, reproduce_command
 
 from pes.config import LearnerConfig
 from pes.registry import METHOD
 
 
 @dataclass(frozen=True)
-class TrainOptions(CommonOptions):
+class TrainOptions(BaseOptions):
     """Train one linear policy with PES, SL-PG or fixed-σ GPOMDP/PGPE and write the run directory
     (config.json, env.json, metrics.jsonl, policy.json with θ, summary.json)."""
 
@@ -22,7 +22,7 @@ class TrainOptions(CommonOptions):
 
 
 @dataclass(frozen=True)
-class EvaluateOptions(CommonOptions):
+class EvaluateOptions(BaseOptions):
     """Evaluate the deterministic policy of a ``pes train`` run (exact J_D on LQR, Monte Carlo otherwise)."""
 
     run: Path = Path("runs/pes/latest")

@@ -10,14 +10,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, reproduce_command
 
 from private_robust_align.config import EstimatorConfig, SimConfig
 from private_robust_align.registry import METHOD
 
 
 @dataclass(frozen=True)
-class SimulateOptions(CommonOptions):
+class SimulateOptions(BaseOptions):
     """Generate linear Bradley–Terry preferences, privatize and corrupt the labels; write data.npz (x, y, z, θ*)."""
 
     sim: SimConfig = SimConfig()
@@ -25,7 +25,7 @@ class SimulateOptions(CommonOptions):
 
 
 @dataclass(frozen=True)
-class FitOptions(CommonOptions):
+class FitOptions(BaseOptions):
     """Fit the debiased, norm-constrained estimator on a data file (or on freshly simulated data)."""
 
     data: Path | None = None
@@ -39,7 +39,7 @@ class FitOptions(CommonOptions):
 
 
 @dataclass(frozen=True)
-class DpoDemoOptions(CommonOptions):
+class DpoDemoOptions(BaseOptions):
     """trl DPO on randomized-response-swapped preference pairs: `sigmoid` vs `robust` (rDPO) on a tiny LM."""
 
     epsilon: float = 1.0

@@ -7,13 +7,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from relgnn.registry import METHOD
 
 
 @dataclass(frozen=True)
-class TrainConfig(CommonOptions):
+class TrainConfig(BaseOptions):
     """Train RelGNN (or a baseline) on a RelBench task and save the best-validation model."""
 
     dataset: str = "synthetic"
@@ -48,7 +48,7 @@ class TrainConfig(CommonOptions):
 
 
 @dataclass(frozen=True)
-class EvaluateConfig(CommonOptions):
+class EvaluateConfig(BaseOptions):
     """Evaluate a model saved by ``relgnn train`` on a split of its task."""
 
     run: Path = Path("runs/relgnn/latest")

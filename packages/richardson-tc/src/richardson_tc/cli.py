@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, reproduce_command
 
 from richardson_tc.config import SolverOptions, cpu
 from richardson_tc.errors import RichardsonTcError
@@ -18,7 +18,7 @@ SolverName = Literal["lifted", "lifted-accel", "lifted-sampled", "direct", "dire
 
 
 @dataclass(frozen=True)
-class CompleteOptions(CommonOptions):
+class CompleteOptions(BaseOptions):
     """Complete a tensor (generated, or your .npy/.mat file) from the entries in Ω; write factors and history."""
 
     solver_options: SolverOptions = field(default_factory=cpu)
@@ -42,7 +42,7 @@ class CompleteOptions(CommonOptions):
 
 
 @dataclass(frozen=True)
-class BenchmarkOptions(CommonOptions):
+class BenchmarkOptions(BaseOptions):
     """Time every solver on one generated tensor at several sample ratios (same Ω and initialisation)."""
 
     tensor: Kind = "cp"

@@ -17,13 +17,13 @@ from dataclasses import asdict, dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Literal  # noqa: E402
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command  # noqa: E402
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, reproduce_command  # noqa: E402
 
 from sggm.registry import METHOD  # noqa: E402
 
 
 @dataclass(frozen=True)
-class SweepOptions(CommonOptions):
+class SweepOptions(BaseOptions):
     """Exact KL(sampler ‖ data) of the Euler–Maruyama reverse system on a Gaussian graph model, over N or T."""
 
     paradigm: Literal["features", "structure", "joint"] = "features"
@@ -65,7 +65,7 @@ class SweepOptions(CommonOptions):
 
 
 @dataclass(frozen=True)
-class TrainOptions(CommonOptions):
+class TrainOptions(BaseOptions):
     """Train a GDSS-style ScoreNetwork by time-weighted denoising score matching on generated graphs."""
 
     task: Literal["features", "structure"] = "features"
@@ -97,7 +97,7 @@ class TrainOptions(CommonOptions):
 
 
 @dataclass(frozen=True)
-class SampleOptions(CommonOptions):
+class SampleOptions(BaseOptions):
     """Sample from a trained ScoreNetwork (a ``sggm train`` run directory) and score the samples."""
 
     run: Path = Path("runs/sggm/latest")
@@ -110,7 +110,7 @@ class SampleOptions(CommonOptions):
     """End time of the reverse system."""
 
 
-def _out(opts: CommonOptions) -> Path:
+def _out(opts: BaseOptions) -> Path:
     from icml25.registry import default_out
 
     return opts.out if opts.out is not None else default_out(METHOD.name)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from string_pe.registry import METHOD
 
@@ -14,7 +14,7 @@ PE = Literal["none", "ape", "ape-fourier", "rope-axial", "rope-mixed", "cayley",
 
 
 @dataclass(frozen=True)
-class TrainConfig(CommonOptions):
+class TrainConfig(BaseOptions):
     """Train a classifier with one position encoding and save it (model.safetensors + model_config.json)."""
 
     task: Literal["digits", "shapes2d", "shapes3d"] = "digits"
@@ -36,7 +36,7 @@ class TrainConfig(CommonOptions):
 
 
 @dataclass(frozen=True)
-class EvaluateConfig(CommonOptions):
+class EvaluateConfig(BaseOptions):
     """Evaluate a trained run directory (from ``train``) on its task, in the box and after translations."""
 
     run: str = ""
@@ -46,7 +46,7 @@ class EvaluateConfig(CommonOptions):
 
 
 @dataclass(frozen=True)
-class BenchmarkConfig(CommonOptions):
+class BenchmarkConfig(BaseOptions):
     """Time every encoding relative to RoPE (head dim, heads, tokens configurable)."""
 
     head_dim: int = 64
