@@ -73,3 +73,13 @@ def test_nonfinite_claim_rejected(tmp_path):
     r.add(Claim(claim="x", metric="m", ours=math.nan, baseline=1.0, baseline_name="b", holds=False, paper=""))
     with pytest.raises(ResultsError, match="ours"):
         RunDir(tmp_path / "r").write_results(r)
+
+
+def test_fmt_seeds_cell():
+    from icml25.claims import fmt_seeds
+
+    assert fmt_seeds([1.0, 2.0, 3.0], ".3f", ".3f") == "2.000 ± 1.000"  # sample sd (ddof=1)
+    assert fmt_seeds([0.5]) == "0.5"  # one seed: the value alone
+    assert fmt_seeds([None, float("nan")]) == "—"
+    assert fmt_seeds([1.0, None, float("nan"), 3.0], ".1f", ".1f") == "2.0 ± 1.4"  # missing values dropped
+    assert fmt_seeds([1.0, 3.0], ".1f", ".1f") != "2.0 ± 1.0"  # negative control: population sd would give 1.0

@@ -41,6 +41,16 @@ def mean_sd(values: Sequence[float]) -> tuple[float, float]:
     var = sum((v - m) ** 2 for v in vals) / (len(vals) - 1)
     return m, math.sqrt(var)
 
+def fmt_seeds(values: Sequence[float | None], spec: str = ".3g", sd_spec: str = ".2g") -> str:
+    """Per-seed values as one table cell: ``"mean ± sd"`` (sample sd), the value alone for one seed, ``"—"`` when
+    none is finite (``None`` and NaN are dropped). ``spec``/``sd_spec`` are format specs, e.g. ``".3f"``."""
+    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not vals:
+        return "—"
+    m, sd = mean_sd(vals)
+    return f"{m:{spec}} ± {sd:{sd_spec}}" if len(vals) > 1 else f"{m:{spec}}"
+
+
 
 def _num(x: Any) -> float | None:
     if x is None:

@@ -22,11 +22,12 @@ import math
 import os
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from icml25.claims import Claim, Report, mean_sd
+from icml25.claims import Claim, Report, fmt_seeds
 
 VARIANT_NAMES = ("SAC", "RND-SAC", "NovelD-SAC", "KEA-RND", "KEA-NovelD")
 PAPER = ("KEA paper (ICML 2025), abstract and Sec. 4: KEA 'significantly improves learning efficiency and "
@@ -187,12 +188,7 @@ def _sel(results, **kw):
     return [r for r in results if all(r[k] == v for k, v in kw.items())]
 
 
-def _fmt(vals: list[float]) -> str:
-    vals = [v for v in vals if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    if not vals:
-        return "—"
-    m, sd = mean_sd(vals)
-    return f"{m:.3g} ± {sd:.2g}" if len(vals) > 1 else f"{m:.3g}"
+_fmt = partial(fmt_seeds, spec=".3g", sd_spec=".2g")  # mean ± sd over seeds, one table cell
 
 
 def _curve_matrix(runs: list[dict[str, Any]], points: list[int], col: int) -> np.ndarray:

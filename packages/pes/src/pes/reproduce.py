@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from icml25.claims import Claim, Report, mean_sd
+from icml25.claims import Claim, Report, fmt_seeds
 from icml25.experiment import Section, run_experiments
 
 from pes.algorithms import PES, SLPG, fixed_sigma
@@ -39,9 +40,7 @@ VAL_SEED_OFFSET = 10_000
 EXPLORATIONS = {"action": "AB", "parameter": "PB"}
 
 
-def _fmt(vals: list[float]) -> str:
-    m, s = mean_sd(vals)
-    return f"{m:.4g} ± {s:.2g}"
+_fmt = partial(fmt_seeds, spec=".4g", sd_spec=".2g")  # mean ± sd over seeds, one table cell
 
 
 def method_specs(cfg: Config) -> dict[str, Callable[..., Any]]:

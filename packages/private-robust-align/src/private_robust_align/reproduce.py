@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import math
 import time
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
 import numpy as np
-from icml25.claims import Claim, Report, mean_sd
+from icml25.claims import Claim, Report, fmt_seeds
 from icml25.experiment import Section, run_experiments
 
 from private_robust_align.config import BUDGETS, Config
@@ -44,9 +44,7 @@ RATE = "rate Õ(c(ε)/√n) without corruption (reconstructed form, to confirm a
 EST = {"ours": "debiased, ‖θ‖ ≤ B (ours)", "naive": "naive MLE on z", "unc": "debiased, no norm constraint"}
 
 
-def _fmt(vals) -> str:
-    m, s = mean_sd(list(vals))
-    return f"{m:.3g} ± {s:.2g}"
+_fmt = partial(fmt_seeds, spec=".3g", sd_spec=".2g")  # mean ± sd over seeds, one table cell
 
 
 def _data(cfg: Config, n: int, seed: int, dim: int | None = None):

@@ -17,11 +17,12 @@ numbers (:meth:`icml25.claims.Claim.compare`), the cost target a threshold test 
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import torch
-from icml25.claims import Claim, Report, mean_sd
+from icml25.claims import Claim, Report, fmt_seeds, mean_sd
 
 PAPER_AUC = ("RelBench entity classification, ROC-AUC x100 averaged over 12 tasks: RelGNN 78.06 vs GraphSAGE 75.83 "
              "(second-hand transcription of the paper's table); largest gain rel-f1 driver-top3 85.69 vs 75.54")
@@ -61,9 +62,7 @@ def _grids(n: int) -> tuple[dict, dict, dict]:
     return {"lr": list(LR_GRID)}, {"learning_rate": list(GBDT_LR_GRID)}, {"lookback": list(POP_LOOKBACK_GRID)}
 
 
-def _fmt(vals):
-    m, s = mean_sd(vals)
-    return f"{m:.3f} ± {s:.3f}" if len(vals) > 1 else f"{m:.3f}"
+_fmt = partial(fmt_seeds, spec=".3f", sd_spec=".3f")  # mean ± sd over seeds, one table cell
 
 
 def _label(gnn: str, L: int) -> str:

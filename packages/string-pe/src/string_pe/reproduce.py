@@ -25,10 +25,11 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
-from icml25.claims import Claim, Report, mean_sd
+from icml25.claims import Claim, Report, fmt_seeds
 
 PTS_PES = ("none", "ape", "ape-fourier", "rope-axial", "rope-mixed", "cayley", "circulant")
 DIGIT_PES = ("none", "ape", "rope-axial", "rope-mixed", "cayley", "circulant")
@@ -90,9 +91,7 @@ def data_seed(task: str, split: str, seed: int) -> int:
     return DATA_SEED[(task, split)] + seed
 
 
-def _fmt(vals: list[float]) -> str:
-    m, s = mean_sd(vals)
-    return f"{m:.3f} ± {s:.3f}" if len(vals) > 1 else f"{m:.3f}"
+_fmt = partial(fmt_seeds, spec=".3f", sd_spec=".3f")  # mean ± sd over seeds, one table cell
 
 
 def _best(names: tuple[str, ...], scores: dict[str, list[float]]) -> str:
