@@ -12,9 +12,9 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("metrics", "scores", "ot", "dro", "partition", "text", "prompts", "neglabel", "setup", "client",
-               "server", "engine", "flower", "client_app", "server_app", "data", "synthetic", "config", "errors",
-               "reproduce")
+_SUBMODULES = ("metrics", "scores", "ot", "dro", "baselines", "partition", "text", "prompts", "neglabel", "setup",
+               "client", "server", "engine", "flower", "client_app", "server_app", "data", "realdata", "synthetic",
+               "config", "errors", "reproduce")
 _NAMES = {"auroc": "metrics", "fpr_at_95_tpr": "metrics", "calibrate": "ot", "FedConfig": "config",
           "run_inprocess": "engine", "FOCoOpConfigError": "errors"}
 __all__ = [*_SUBMODULES, *_NAMES]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command
@@ -15,8 +16,20 @@ from focoop.registry import METHOD
 class DataOptions(CommonOptions):
     """Benchmark and federation options shared by ``run`` and ``prepare``."""
 
-    method: Literal["zeroshot", "promptfl", "promptfolio", "focoop", "focoop_no_dro", "focoop_no_ot"] = "focoop"
+    method: Literal["zeroshot", "promptfl", "promptfolio", "fedotp", "fedpgp", "focoop", "focoop_no_dro",
+                    "focoop_no_ot", "focoop_no_oodp"] = "focoop"
     """Method preset (FOCoOp, its ablations, or a baseline)."""
+    data: Path | None = None
+    """Your own images: an ImageFolder-style tree with train/<class>/, test/<class>/ and ood/<set>/ (default: the
+    generated shapes of the tiny-CLIP benchmark)."""
+    neg_words: Path | None = None
+    """Negative-word file for the OOD prompts / NegLabel columns with --data, one word a line (default: the built-in
+    list of common nouns)."""
+    split: Literal["dirichlet", "pathological", "domain"] = "dirichlet"
+    """Client split: dirichlet (label skew, --alpha), pathological (--classes-per-client classes each) or domain
+    (each client sees its own corruption of the shapes; not with --data)."""
+    classes_per_client: int = 2
+    """Classes per client of the pathological split."""
     clients: int = 10
     """Number of clients."""
     alpha: float = 0.1
@@ -83,28 +96,68 @@ class PrepareOptions(DataOptions):
     """Encode the benchmark and write a federation setup file for a deployed Flower app (``setup-path``)."""
 
 
+def check_data_options(opts: DataOptions) -> None:
+    """Refuse bad data options from the options alone (file tree and word file only; no torch import)."""
+    from focoop.errors import FOCoOpConfigError
+
+    if opts.clip_checkpoint is not None and opts.clip_model is None:
+        raise FOCoOpConfigError("clip_checkpoint needs clip_model (the open_clip architecture it belongs to)")
+    if opts.clients < 1:
+        raise FOCoOpConfigError(f"--clients must be >= 1, got {opts.clients}")
+    if opts.classes_per_client < 1:
+        raise FOCoOpConfigError(f"--classes-per-client must be >= 1, got {opts.classes_per_client}")
+    if opts.data is not None:
+        from focoop.realdata import check_image_folder, read_words
+
+        if opts.synthetic:
+            raise FOCoOpConfigError("--synthetic and --data exclude each other")
+        if opts.split == "domain":
+            raise FOCoOpConfigError("--split domain needs the generated shapes; with --data use dirichlet or "
+                                    "pathological")
+        tree = check_image_folder(opts.data)
+        if opts.split == "pathological" and opts.classes_per_client > len(tree["classes"]):
+            raise FOCoOpConfigError(f"--classes-per-client must be <= the {len(tree['classes'])} classes of --data")
+        read_words(opts.neg_words)
+    elif opts.neg_words is not None:
+        raise FOCoOpConfigError("--neg-words is for --data (the generated shapes use the tiny CLIP's own word pool)")
+    if opts.synthetic and opts.split != "dirichlet":
+        raise FOCoOpConfigError("--synthetic supports --split dirichlet only")
+
+
+def _bundle(opts: DataOptions):
+    from focoop.data import load_tiny_clip
+
+    if opts.clip_model is not None:
+        from icml25.testbeds.clip import load_open_clip
+
+        return load_open_clip(opts.clip_model, opts.clip_checkpoint)
+    return load_tiny_clip(steps=opts.clip_steps)
+
+
 def _setup(opts: DataOptions):
     import torch
 
+    check_data_options(opts)
     torch.set_num_threads(1)  # tiny ops: one thread avoids OpenMP spin on shared cores
     if opts.synthetic:
         from focoop.synthetic import synthetic_setup
 
         return synthetic_setup(n_clients=opts.clients, alpha=opts.alpha, num_shot=opts.num_shot, seed=opts.seed,
                                n_ctx=opts.n_ctx)
-    from focoop.data import encode_benchmark, load_tiny_clip, make_federation
+    bundle = _bundle(opts)
+    if opts.data is not None:
+        from focoop.realdata import image_folder_federation
 
-    if opts.clip_model is not None:
-        from icml25.testbeds.clip import load_open_clip
+        return image_folder_federation(bundle, opts.data, words_file=opts.neg_words, n_clients=opts.clients,
+                                       alpha=opts.alpha, num_shot=opts.num_shot, seed=opts.seed, n_ctx=opts.n_ctx,
+                                       n_ood=opts.n_ood, split=opts.split,
+                                       classes_per_client=opts.classes_per_client)
+    from focoop.data import encode_benchmark, make_federation
 
-        bundle = load_open_clip(opts.clip_model, opts.clip_checkpoint)
-    elif opts.clip_checkpoint is not None:
-        raise ValueError("clip_checkpoint needs clip_model (the open_clip architecture it belongs to)")
-    else:
-        bundle = load_tiny_clip(steps=opts.clip_steps)
-    bench = encode_benchmark(bundle)
+    bench = encode_benchmark(bundle, domains=opts.split == "domain")
     return make_federation(bundle, bench, n_clients=opts.clients, alpha=opts.alpha, num_shot=opts.num_shot,
-                           seed=opts.seed, n_ctx=opts.n_ctx, n_ood=opts.n_ood)
+                           seed=opts.seed, n_ctx=opts.n_ctx, n_ood=opts.n_ood, split=opts.split,
+                           classes_per_client=opts.classes_per_client)
 
 
 def _fed_config(opts: RunOptions):
@@ -121,14 +174,13 @@ def _fed_config(opts: RunOptions):
 def run(opts: RunOptions) -> int:
     from dataclasses import asdict
 
+    check_data_options(opts)  # validate everything before the heavy imports and the (slow) data step
+    cfg = _fed_config(opts)
     from icml25.checkpoint import save_tensors
     from icml25.cli_helpers import open_run_dir
 
     from focoop.engine import run_inprocess
 
-    if opts.clients < 1:
-        raise ValueError(f"clients must be >= 1, got {opts.clients}")
-    cfg = _fed_config(opts)  # validate before the (slow) data step
     rd = open_run_dir(METHOD.name, opts)
     rd.write_config(asdict(opts) | {"fed_config": cfg.to_dict()})
     setup = _setup(opts)
@@ -147,6 +199,8 @@ def run(opts: RunOptions) -> int:
         rd.log(int(row["round"]), **{k: v for k, v in row.items() if k != "round"})
     summary = res.summary()
     rd.write_json("results.json", {"method": cfg.method, "engine": res.engine, "summary": summary,
+                                   "data": str(opts.data) if opts.data else "generated shapes (tiny-CLIP benchmark)",
+                                   "split": opts.split, "neg_words": setup.neg_words,
                                    "per_client": res.per_client, "seconds": res.seconds,
                                    "seconds_per_round": res.seconds_per_round})
     if res.global_state:
@@ -160,6 +214,7 @@ def run(opts: RunOptions) -> int:
 
 
 def prepare(opts: PrepareOptions) -> int:
+    check_data_options(opts)
     from icml25.cli_helpers import open_run_dir
 
     rd = open_run_dir(METHOD.name, opts)

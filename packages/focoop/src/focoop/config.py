@@ -8,10 +8,17 @@ method             contexts  local     mixing       OOD prompts  DRO    OT
 zeroshot           —         —         —            —            —      —
 promptfl           shared    no        —            no           no     no
 promptfolio        shared    yes       feature      no           no     no
+fedotp             shared    yes       OT           no           no     no
+fedpgp             shared    low-rank  additive     no           no     no
 focoop             per-class yes       context      yes          yes    yes
 focoop_no_dro      per-class yes       context      yes          no     yes
 focoop_no_ot       per-class yes       context      yes          yes    no
+focoop_no_oodp     per-class yes       context      no           yes    no
 =================  ========  ========  ===========  ===========  =====  ====
+
+FedOTP (Li et al., CVPR 2024) and FedPGP (Cui et al., ICML 2024) are written from their papers on the same prompt
+learner (:mod:`focoop.baselines`). ``focoop_no_oodp`` is FOCoOp without OOD prompts: the class-level DRO level and
+the KL-DRO stay, the OOD level, the detection loss and the OT calibration (which acts on OOD prompts) go.
 
 Scoring: ``score`` (msp / energy / neglabel, :mod:`focoop.scores`) is computed over the C ID columns and, for FOCoOp,
 its K learned OOD-prompt columns. ``neg_columns=True`` gives a method without learned OOD prompts (the baselines,
@@ -30,7 +37,11 @@ from dataclasses import asdict, dataclass, replace
 
 from focoop.errors import FOCoOpConfigError
 
-METHODS = ("zeroshot", "promptfl", "promptfolio", "focoop", "focoop_no_dro", "focoop_no_ot")
+UOT_MODES = ("semi", "official")  # also focoop.ot.UOT_MODES (kept here so validation needs no torch import)
+OOD_SELECTIONS = ("per_slot", "official")
+SCORE_METHODS = ("msp", "energy", "neglabel")
+METHODS = ("zeroshot", "promptfl", "promptfolio", "fedotp", "fedpgp", "focoop", "focoop_no_dro", "focoop_no_ot",
+           "focoop_no_oodp")
 
 
 @dataclass(frozen=True)
@@ -39,7 +50,7 @@ class MethodSpec:
 
     csc: bool
     local: bool
-    mix_space: str  # "none" | "context" | "feature"
+    mix_space: str  # "none" | "context" | "feature" | "ot" (FedOTP) | "lowrank" (FedPGP)
     ood_prompts: bool
     dro: bool
     ot: bool
@@ -55,6 +66,9 @@ def method_spec(method: str) -> MethodSpec:
         "focoop": MethodSpec(True, True, "context", True, True, True),
         "focoop_no_dro": MethodSpec(True, True, "context", True, False, True),
         "focoop_no_ot": MethodSpec(True, True, "context", True, True, False),
+        "focoop_no_oodp": MethodSpec(True, True, "context", False, True, False),
+        "fedotp": MethodSpec(False, True, "ot", False, False, False),
+        "fedpgp": MethodSpec(False, True, "lowrank", False, False, False),
     }
     if method not in specs:
         raise FOCoOpConfigError(f"method must be one of {METHODS}, got {method!r}")
@@ -95,6 +109,14 @@ class FedConfig:
     ema: float = 0.5
     normalize_plan: bool = True
     ood_selection: str = "per_slot"
+    # FedOTP: partial OT between an image's patch features and its (global, local) prompt features per class
+    otp_eps: float = 0.1
+    otp_mass: float = 0.8
+    otp_iters: int = 20
+    # FedPGP: personalised prompt = global + U·V (rank pgp_rank, private), prompt-wise contrastive loss
+    pgp_rank: int = 1
+    pgp_mu: float = 1.0
+    pgp_temp: float = 0.5
     # evaluation
     score: str = "msp"
     neg_columns: bool = False  # score with the K negative words' zero-shot text features appended (NegLabel-style)
@@ -128,9 +150,6 @@ class FedConfig:
 
     def validate(self) -> FedConfig:
         """Raise :class:`FOCoOpConfigError` naming the field and what is allowed; returns self."""
-        from focoop.ot import OOD_SELECTIONS, UOT_MODES
-        from focoop.scores import SCORE_METHODS
-
         method_spec(self.method)
         ints = {"n_clients": self.n_clients, "rounds": self.rounds, "local_epochs": self.local_epochs,
                 "batch_size": self.batch_size, "num_shot": self.num_shot, "n_ctx": self.n_ctx}
@@ -156,6 +175,12 @@ class FedConfig:
             ("ema", 0.0 <= self.ema <= 1.0, "in [0, 1]"),
             ("frac", self.frac is None or 0.0 <= self.frac <= 1.0, "in [0, 1]"),
             ("ctx_init_std", self.ctx_init_std >= 0, ">= 0"),
+            ("otp_eps", self.otp_eps > 0, "> 0"),
+            ("otp_mass", 0.0 < self.otp_mass <= 1.0, "in (0, 1]"),
+            ("otp_iters", isinstance(self.otp_iters, int) and self.otp_iters >= 1, "an integer >= 1"),
+            ("pgp_rank", isinstance(self.pgp_rank, int) and self.pgp_rank >= 1, "an integer >= 1"),
+            ("pgp_mu", self.pgp_mu >= 0, ">= 0"),
+            ("pgp_temp", self.pgp_temp > 0, "> 0"),
         ]
         for name, ok, allowed in checks:
             if not ok:

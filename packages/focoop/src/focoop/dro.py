@@ -16,6 +16,9 @@ features of the ID and OOD prompts, s = exp(logit_scale), y (B,) labels in [0, C
   (:func:`kl_dro_loss`). The released code omits the constant −t·log B (same gradient).
 * Multipliers after each batch: γ_j ← clamp(γ_j − β(ρ − mean|δ_j|), γ_floor, γ_init) — dual ascent on
   mean|δ| ≤ ρ, with a positive floor (the released code's floor 0 sends t to 0 and the loss to NaN).
+
+Without OOD prompts (K = 0, the "−OOD prompts" ablation) the distribution level has nothing to perturb: δ_ood is
+empty, L_det = 0, and only the class-level adversary and the KL-DRO remain (mean|δ_ood| counts as 0).
 """
 
 from __future__ import annotations
@@ -50,6 +53,11 @@ def dro_weights(losses: torch.Tensor, *, temperature: float) -> torch.Tensor:
 def effective_sample_size(weights: torch.Tensor) -> float:
     """ESS = 1 / Σ w² of normalised weights (n when uniform, 1 when one sample carries all the mass)."""
     return float(1.0 / (weights**2).sum())
+
+
+def _abs_mean(d: torch.Tensor) -> torch.Tensor:
+    """mean|δ|, 0 for an empty δ (no OOD prompts)."""
+    return d.abs().mean() if d.numel() else d.new_zeros(())
 
 
 @dataclass
@@ -90,6 +98,8 @@ def adversarial_perturbations(f: torch.Tensor, y: torch.Tensor, t_id: torch.Tens
         return F.cross_entropy(_logits(f, t_id + d, t_ood, scale), y) - state.gamma_id * d.norm(dim=-1).mean()
 
     d_id = _ascend(d_id, obj_id, n_iter=n_iter, step=adv_step)
+    if t_ood.shape[0] == 0:  # no OOD prompts: no distribution level
+        return d_id, torch.zeros_like(t_ood)
     d_ood = torch.rand(t_ood.shape, generator=generator, dtype=t_ood.dtype) * 1e-4
 
     def obj_ood(d):
@@ -108,8 +118,8 @@ def robust_sample_losses(f: torch.Tensor, y: torch.Tensor, t_id: torch.Tensor, t
     """Per-sample ℓ_i (B,) with the detached perturbations added to the (differentiable) text features."""
     logits = _logits(f, t_id + d_id.detach(), t_ood + d_ood.detach(), scale)  # (B, C + K)
     ce = F.cross_entropy(logits, y, reduction="none")
-    det = detection_loss(logits[:, t_id.shape[0]:])
-    const = state.gamma_id * d_id.abs().mean() + state.gamma_ood * d_ood.abs().mean()
+    det = detection_loss(logits[:, t_id.shape[0]:]) if t_ood.shape[0] else torch.zeros_like(ce)
+    const = state.gamma_id * d_id.abs().mean() + state.gamma_ood * _abs_mean(d_ood)
     return ce + det_weight * det - const
 
 
@@ -117,7 +127,7 @@ def update_multipliers(state: DROState, d_id: torch.Tensor, d_ood: torch.Tensor,
                        rho: float = 10.0, gamma_init: float = 10.0, gamma_floor: float = 0.1) -> DROState:
     """γ_j ← clamp(γ_j − β(ρ − mean|δ_j|), γ_floor, γ_init) for both levels; returns a new state."""
     def step(g: float, d: torch.Tensor) -> float:
-        return float(min(max(g - beta * (rho - float(d.abs().mean())), gamma_floor), gamma_init))
+        return float(min(max(g - beta * (rho - float(_abs_mean(d))), gamma_floor), gamma_init))
 
     return DROState(gamma_id=step(state.gamma_id, d_id), gamma_ood=step(state.gamma_ood, d_ood))
 

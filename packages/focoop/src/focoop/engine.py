@@ -67,6 +67,21 @@ def evaluate_result(setup: FederationSetup, cfg: FedConfig, res: FedResult, *, s
                      local_states=res.local_states)
 
 
+def evaluate_variants(setup: FederationSetup, cfg: FedConfig, res: FedResult,
+                      variants: dict[str, FedConfig]) -> dict[str, FedResult]:
+    """Re-evaluate a finished run under several scorings (configs differing from ``cfg`` only in ``score`` /
+    ``neg_columns`` / ``official_metrics``) from one pass over the logits; same numbers as :func:`evaluate_result`
+    called once per variant."""
+    for v in variants.values():
+        v.validate()
+    locs = res.local_states or [None] * len(setup.clients)
+    per = [client_evaluate(setup, cfg, cid=j, global_state=res.global_state or None, local_state=locs[j],
+                           variants=variants) for j in range(len(setup.clients))]
+    return {name: FedResult(method=res.method, per_client=[p[name] for p in per], global_state=res.global_state,
+                            history=res.history, seconds=res.seconds, seconds_per_round=res.seconds_per_round,
+                            engine=res.engine, local_states=res.local_states) for name in variants}
+
+
 def validation_accuracy(setup: FederationSetup, cfg: FedConfig, res: FedResult) -> float:
     """Mean over clients (with a validation split) of the validation accuracy of a finished run."""
     per = evaluate_result(setup, cfg, res, split="val").per_client

@@ -26,10 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from focoop.config import OOD_SELECTIONS, UOT_MODES  # noqa: F401  (re-exported)
 from focoop.errors import FOCoOpConfigError
-
-UOT_MODES = ("semi", "official")
-OOD_SELECTIONS = ("per_slot", "official")
 
 
 def two_means_1d(x) -> tuple[np.ndarray, float]:

@@ -13,6 +13,12 @@ Validation split (not in the official code, which has none): client j's validati
 share of the **training** pool after its few-shot draw (:func:`dirichlet_split`), so it follows the client's label
 distribution, never overlaps its training shots, and comes from a different pool of images than the test split.
 Hyper-parameters are chosen on it (``focoop reproduce``), never on the test split.
+
+Pathological split (:func:`pathological_proportions`, the official code's alternative; "each client sees a few
+classes"): client j holds k classes, taken round-robin from a seeded permutation of the C classes (so every class is
+held by someone when n_clients·k ≥ C); P_jc = 1/(number of holders of c) for a held class, 0 otherwise, and the
+shares go through the same slicing, few-shot and validation code as the Dirichlet split. Shots always come from the
+training pool (the official pathological CIFAR loader trains on the test set; see the paper note).
 """
 
 from __future__ import annotations
@@ -89,17 +95,47 @@ class FewShotSplit:
     proportions: np.ndarray
 
 
-def dirichlet_split(train_labels, test_labels, *, n_clients: int, n_classes: int, alpha: float, num_shot: int,
-                    seed: int, shuffle_within_class: bool = True, official_shots: bool = False) -> FewShotSplit:
-    """Few-shot train, validation and test indices of every client from one Dirichlet matrix P (see the module
-    docstring); the shots and the test split are exactly those of :func:`dirichlet_few_shot`."""
-    props = dirichlet_proportions(n_clients, n_classes, alpha=alpha, seed=seed)
+def pathological_proportions(n_clients: int, n_classes: int, *, classes_per_client: int, seed: int) -> np.ndarray:
+    """P (n_clients, C) of the pathological split (module docstring); columns of held classes sum to 1."""
+    if n_clients < 1:
+        raise FOCoOpConfigError(f"n_clients must be >= 1, got {n_clients}")
+    if not 1 <= classes_per_client <= n_classes:
+        raise FOCoOpConfigError(f"classes_per_client must be in [1, {n_classes}], got {classes_per_client}")
+    perm = np.random.default_rng(seed).permutation(n_classes)
+    held = np.zeros((n_clients, n_classes))
+    for j in range(n_clients):
+        held[j, perm[(j * classes_per_client + np.arange(classes_per_client)) % n_classes]] = 1.0
+    holders = held.sum(0)
+    return np.divide(held, holders, out=np.zeros_like(held), where=holders > 0)
+
+
+def split_from_proportions(train_labels, test_labels, props: np.ndarray, *, num_shot: int, seed: int,
+                           shuffle_within_class: bool = True, official_shots: bool = False) -> FewShotSplit:
+    """Few-shot train, validation and test indices of every client from a share matrix P (n_clients, C)."""
     train = split_by_proportions(train_labels, props, seed=seed + 1, shuffle_within_class=shuffle_within_class)
     test = split_by_proportions(test_labels, props, seed=seed + 2, shuffle_within_class=shuffle_within_class)
     shots = [few_shot(idx, train_labels, num_shot=num_shot, seed=seed + 100 + j, official_shots=official_shots)
              for j, idx in enumerate(train.indices)]
     val = [np.setdiff1d(idx, s).astype(np.int64) for idx, s in zip(train.indices, shots)]
     return FewShotSplit(shots=shots, val=val, test=test.indices, proportions=props)
+
+
+def pathological_split(train_labels, test_labels, *, n_clients: int, n_classes: int, classes_per_client: int,
+                       num_shot: int, seed: int, shuffle_within_class: bool = True,
+                       official_shots: bool = False) -> FewShotSplit:
+    """Few-shot train, validation and test indices of the pathological split (module docstring)."""
+    props = pathological_proportions(n_clients, n_classes, classes_per_client=classes_per_client, seed=seed)
+    return split_from_proportions(train_labels, test_labels, props, num_shot=num_shot, seed=seed,
+                                  shuffle_within_class=shuffle_within_class, official_shots=official_shots)
+
+
+def dirichlet_split(train_labels, test_labels, *, n_clients: int, n_classes: int, alpha: float, num_shot: int,
+                    seed: int, shuffle_within_class: bool = True, official_shots: bool = False) -> FewShotSplit:
+    """Few-shot train, validation and test indices of every client from one Dirichlet matrix P (see the module
+    docstring); the shots and the test split are exactly those of :func:`dirichlet_few_shot`."""
+    props = dirichlet_proportions(n_clients, n_classes, alpha=alpha, seed=seed)
+    return split_from_proportions(train_labels, test_labels, props, num_shot=num_shot, seed=seed,
+                                  shuffle_within_class=shuffle_within_class, official_shots=official_shots)
 
 
 def dirichlet_few_shot(train_labels, test_labels, *, n_clients: int, n_classes: int, alpha: float, num_shot: int,

@@ -9,6 +9,10 @@ Each client holds (official layout, C classes, K OOD prompts, M context vectors 
 FOCoOp mixes in context space, ctx_c = (1 − frac)·ctx_local,c + frac·ctx_global,c (frac = 0 → local exactly,
 frac = 1 → global exactly); PromptFolio mixes normalised text features, t = frac·t_global + (1 − frac)·t_local
 (not re-normalised, as in the official baseline).
+
+FedOTP keeps both prompts' features per class, t_id (C, 2, e) = [global, local], for the OT logits of
+:func:`focoop.baselines.otp_logits`; FedPGP's private state is the low-rank pair (U (M, r), V (r, w)) and its ID
+features are those of ctx_global + U·V (:mod:`focoop.baselines`).
 """
 
 from __future__ import annotations
@@ -33,6 +37,30 @@ def init_global_state(setup: FederationSetup, cfg: FedConfig) -> dict[str, torch
             raise ValueError(f"n_ood={cfg.k} OOD prompts requested but the setup has only {have} negative words")
         state["ctx_ood"] = torch.randn(cfg.k, cfg.n_ctx, setup.width, generator=g) * cfg.ctx_init_std
     return state
+
+
+def init_local_state(setup: FederationSetup, cfg: FedConfig,
+                     global_state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A client's private state before its first round: a copy of ctx_global (FOCoOp, PromptFolio: official); a
+    separately drawn local prompt (FedOTP: the global and local prompts are two prompts of one model); U = 0 and
+    V ~ N(0, std²) (FedPGP: ctx_P = ctx_G at the start). Draws depend on ``cfg.seed`` only (every client starts
+    from the same copy, as when the official code deep-copies one model per client)."""
+    spec = cfg.spec
+    if not spec.local:
+        return {}
+    g = torch.Generator().manual_seed(cfg.seed * 7919 + 29)
+    glob = global_state["ctx_global"]
+    if spec.mix_space == "ot":
+        return {"ctx_local": torch.randn(glob.shape, generator=g) * cfg.ctx_init_std}
+    if spec.mix_space == "lowrank":
+        return {"pgp_u": torch.zeros(cfg.n_ctx, cfg.pgp_rank),
+                "pgp_v": torch.randn(cfg.pgp_rank, setup.width, generator=g) * cfg.ctx_init_std}
+    return {"ctx_local": glob.detach().clone()}
+
+
+def personal_context(ctx_global: torch.Tensor, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """FedPGP: ctx_P = ctx_G + U·V; ctx_G (P, M, w), U (M, r), V (r, w) → (P, M, w)."""
+    return ctx_global + (u @ v).unsqueeze(0)  # (M, w) broadcast over the P prompts
 
 
 def mix_contexts(ctx_local: torch.Tensor, ctx_global: torch.Tensor, frac: float) -> torch.Tensor:
@@ -61,7 +89,12 @@ def text_features(setup: FederationSetup, cfg: FedConfig, params: dict[str, torc
     tower, bank = setup.tower, setup.id_bank
     g = params["ctx_global"]
     loc = params.get("ctx_local")
-    if not spec.local or loc is None:
+    if spec.mix_space == "lowrank" and "pgp_u" in params:
+        t_id = bank.encode(tower, personal_context(g, params["pgp_u"], params["pgp_v"]))
+    elif spec.mix_space == "ot":
+        t_g = bank.encode(tower, g)
+        t_id = torch.stack([t_g, t_g if loc is None else bank.encode(tower, loc)], dim=1)  # (C, 2, e)
+    elif not spec.local or loc is None:
         t_id = bank.encode(tower, g)
     elif spec.mix_space == "context":
         t_id = bank.encode(tower, mix_contexts(loc, g, frac))

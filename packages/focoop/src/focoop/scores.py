@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import torch
 
+from focoop.config import SCORE_METHODS  # noqa: F401  (re-exported)
 from focoop.errors import FOCoOpConfigError
-
-SCORE_METHODS = ("msp", "energy", "neglabel")
 
 
 def ood_score(logits: torch.Tensor, *, n_id: int, method: str = "msp", official: bool = False) -> torch.Tensor:

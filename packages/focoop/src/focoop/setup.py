@@ -38,6 +38,11 @@ class ClientData:
     test_c_y: torch.Tensor
     val_x: torch.Tensor = field(default_factory=lambda: torch.zeros(0, 0))
     val_y: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+    # patch features (rows, N, e) of the same images (FedOTP); None when the image tower gives none
+    train_tok: torch.Tensor | None = None
+    test_tok: torch.Tensor | None = None
+    test_c_tok: torch.Tensor | None = None
+    val_tok: torch.Tensor | None = None
 
 
 @dataclass
@@ -58,6 +63,7 @@ class FederationSetup:
     n_ctx: int
     meta: dict = field(default_factory=dict)
     neg_text: torch.Tensor | None = None  # (K_all, e) normalised zero-shot features of the negative words
+    ood_tok: torch.Tensor | None = None  # (n_ood, N, e) patch features of the OOD images (FedOTP)
 
     @property
     def n_classes(self) -> int:
@@ -87,11 +93,12 @@ class FederationSetup:
                 continue
             info[name], ts = bank.state()
             tensors.update({f"{name}.{k}": v for k, v in ts.items()})
-        for name in ("zeroshot_text", "ood_x", "ood_kind", "neg_text"):
+        for name in ("zeroshot_text", "ood_x", "ood_kind", "neg_text", "ood_tok"):
             if getattr(self, name) is not None:
                 tensors[name] = getattr(self, name)
         for j, c in enumerate(self.clients):
-            tensors.update({f"clients.{j}.{f}": getattr(c, f) for f in CLIENT_FIELDS})
+            tensors.update({f"clients.{j}.{f}": getattr(c, f) for f in CLIENT_FIELDS + TOKEN_FIELDS
+                            if getattr(c, f) is not None})
         tensors = {k: v.detach().contiguous().clone() for k, v in tensors.items()}
         save_tensors(path, tensors, metadata={"focoop": json.dumps(info)})
         return path
@@ -131,16 +138,20 @@ class FederationSetup:
             pre = f"{name}."
             return PromptBank.from_state(info[name], {k[len(pre):]: v for k, v in t.items() if k.startswith(pre)})
 
-        clients = [ClientData(**{f: t[f"clients.{j}.{f}"] for f in CLIENT_FIELDS}) for j in range(info["n_clients"])]
+        clients = [ClientData(**{f: t[f"clients.{j}.{f}"] for f in CLIENT_FIELDS},
+                              **{f: t.get(f"clients.{j}.{f}") for f in TOKEN_FIELDS})
+                   for j in range(info["n_clients"])]
         return FederationSetup(tower=tower, id_bank=bank("id_bank"), ood_bank=bank("ood_bank"),
                                logit_scale=float(info["logit_scale"]), classnames=list(info["classnames"]),
                                neg_words=list(info["neg_words"]), zeroshot_text=t["zeroshot_text"], clients=clients,
                                ood_x=t["ood_x"], ood_kind=t["ood_kind"], width=int(info["width"]),
-                               n_ctx=int(info["n_ctx"]), meta=info["meta"], neg_text=t.get("neg_text"))
+                               n_ctx=int(info["n_ctx"]), meta=info["meta"], neg_text=t.get("neg_text"),
+                               ood_tok=t.get("ood_tok"))
 
 
 SETUP_FORMAT = "focoop-federation-setup/1"
 CLIENT_FIELDS = ("train_x", "train_y", "test_x", "test_y", "test_c_x", "test_c_y", "val_x", "val_y")
+TOKEN_FIELDS = ("train_tok", "test_tok", "test_c_tok", "val_tok")
 
 
 def check_words(neg_words: Sequence[str], classnames: Sequence[str]) -> None:
@@ -158,13 +169,15 @@ def build_setup(*, clip_model, tokenize: Callable, classnames: Sequence[str], ne
                 ood_x, ood_kind, client_train: Sequence[np.ndarray], client_test: Sequence[np.ndarray],
                 client_test_c: Sequence[np.ndarray] | None = None, zeroshot_template: str = "a photo of a {}.",
                 client_val: Sequence[np.ndarray] | None = None, neg_prompts: Sequence[str] | None = None,
-                meta: dict | None = None) -> FederationSetup:
+                meta: dict | None = None, train_tok=None, test_tok=None, test_c_tok=None,
+                ood_tok=None) -> FederationSetup:
     """Assemble a setup from a CLIP model (open_clip layout), its tokenizer and precomputed image features.
 
     ``client_train``/``client_test`` index into train_x/test_x; ``client_test_c`` into test_c_x (defaults to the
     test indices, i.e. the corrupted copy is aligned with the clean test set); ``client_val`` into train_x (must not
     overlap the client's ``client_train``). ``neg_prompts`` are the hand-crafted texts of the negative words for the
-    NegLabel columns (default ``zeroshot_template`` filled with each word).
+    NegLabel columns (default ``zeroshot_template`` filled with each word). ``*_tok`` are optional patch features
+    (rows, N, e) aligned with the corresponding feature arrays (FedOTP's OT logits use them).
     """
     classnames = list(classnames)
     neg_words = list(neg_words)
@@ -198,6 +211,11 @@ def build_setup(*, clip_model, tokenize: Callable, classnames: Sequence[str], ne
         return torch.as_tensor(np.asarray(a), dtype=torch.long)
 
     trx, tr_y, tex, te_y, tcx, tc_y = t(train_x), lab(train_y), t(test_x), lab(test_y), t(test_c_x), lab(test_c_y)
+    trt, tet, tct, oot = (None if a is None else t(a) for a in (train_tok, test_tok, test_c_tok, ood_tok))
+
+    def rows(a, i):
+        return None if a is None else a[i]
+
     if client_test_c is None:
         client_test_c = client_test
     if client_val is None:
@@ -208,8 +226,10 @@ def build_setup(*, clip_model, tokenize: Callable, classnames: Sequence[str], ne
             raise FOCoOpConfigError(f"client {j}: the validation split overlaps its training shots")
         tr, te, tc, va = (torch.as_tensor(np.asarray(i, dtype=np.int64)) for i in (tr, te, tc, va))
         clients.append(ClientData(train_x=trx[tr], train_y=tr_y[tr], test_x=tex[te], test_y=te_y[te],
-                                  test_c_x=tcx[tc], test_c_y=tc_y[tc], val_x=trx[va], val_y=tr_y[va]))
+                                  test_c_x=tcx[tc], test_c_y=tc_y[tc], val_x=trx[va], val_y=tr_y[va],
+                                  train_tok=rows(trt, tr), test_tok=rows(tet, te), test_c_tok=rows(tct, tc),
+                                  val_tok=rows(trt, va)))
     return FederationSetup(tower=tower, id_bank=id_bank, ood_bank=ood_bank, logit_scale=scale,
                            classnames=classnames, neg_words=neg_words, zeroshot_text=zs, clients=clients,
                            ood_x=t(ood_x), ood_kind=lab(ood_kind), width=tower.width, n_ctx=n_ctx, meta=meta or {},
-                           neg_text=neg_text)
+                           neg_text=neg_text, ood_tok=oot)
