@@ -99,3 +99,24 @@ def test_mlp_shapes_and_validation():
     assert [m.out_features for m in mlp(3, [8, 4], 1) if isinstance(m, torch.nn.Linear)] == [8, 4, 1]
     with pytest.raises(ValueError, match="hidden"):
         mlp(3, 0, 1)
+
+
+def test_batch_stream_epochs_without_replacement():
+    import torch
+    from icml25.train import TrainingDivergedError, batch_stream, check_finite
+
+    out = list(batch_stream(10, 4, generator=torch.Generator().manual_seed(0), steps=5))
+    assert [new for new, _ in out] == [True, False, True, False, True]  # 2 full batches per epoch, rest dropped
+    assert all(len(idx) == 4 for _, idx in out)
+    for e in (0, 2):  # within an epoch: no row twice (negative control: with replacement would repeat)
+        rows = torch.cat([out[e][1], out[e + 1][1]]).tolist()
+        assert len(set(rows)) == 8
+    # the same generator seed gives the same stream; another seed another one
+    again = [idx.tolist() for _, idx in batch_stream(10, 4, generator=torch.Generator().manual_seed(0), steps=5)]
+    assert again == [idx.tolist() for _, idx in out]
+    other = [idx.tolist() for _, idx in batch_stream(10, 4, generator=torch.Generator().manual_seed(1), steps=5)]
+    assert other != again
+    # a diverged loss is both a user error and a FloatingPointError (tuning loops skip it)
+    with pytest.raises(FloatingPointError, match="step 7"):
+        check_finite(float("nan"), step=7)
+    assert issubclass(TrainingDivergedError, ValueError)

@@ -16,8 +16,9 @@ from icml25.errors import UserInputError
 T = TypeVar("T")
 
 
-class TrainingDivergedError(UserInputError):
-    """The loss became NaN or infinite (usually a learning rate too high for the model)."""
+class TrainingDivergedError(UserInputError, FloatingPointError):
+    """The loss became NaN or infinite (usually a learning rate too high for the model). Also a
+    ``FloatingPointError``, so tuning loops can skip a diverged grid point with ``except FloatingPointError``."""
 
 
 def minibatches(n: int, batch_size: int, *, seed: int | None = None, generator: Any = None, shuffle: bool = True,
@@ -39,6 +40,29 @@ def minibatches(n: int, batch_size: int, *, seed: int | None = None, generator: 
     stop = n - n % batch_size if drop_last else n
     for i in range(0, stop, batch_size):
         yield order[i : i + batch_size]
+
+
+def batch_stream(n: int, batch_size: int, *, generator: Any, steps: int | None = None) -> Iterator[tuple[bool, Any]]:
+    """``(new_epoch, idx)`` for ``steps`` mini-batches (endless when ``None``) drawn epoch by epoch without
+    replacement: a fresh ``torch.randperm(n, generator=generator)`` whenever the rest of the current one cannot fill
+    a batch (that rest is dropped), so every batch has exactly ``min(batch_size, n)`` rows. ``new_epoch`` is true for
+    the first batch of every permutation (the first batch of all included), e.g. to re-draw per-epoch captions."""
+    import torch
+
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    perm, pos, new = torch.randperm(n, generator=generator), 0, True
+    step = 0
+    while steps is None or step < steps:
+        if pos + batch_size > n:
+            perm, pos, new = torch.randperm(n, generator=generator), 0, True
+        idx = perm[pos : pos + batch_size]
+        pos += batch_size
+        yield new, idx
+        new = False
+        step += 1
 
 
 def progress(iterable: Iterable[T], *, desc: str = "", total: int | None = None, disable: bool | None = None,

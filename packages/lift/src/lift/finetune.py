@@ -168,6 +168,8 @@ def finetune(model: Any, tokenizer: Any, examples: Sequence[Any], *, optimizer: 
     "memory": live_training_bytes after the last backward, "peak_cuda_bytes": or None}``.
     """
     from icml25.testbeds.lm import encode_examples
+    from icml25.train import batch_stream, check_finite
+    from icml25.train import progress as bar
     from transformers import get_linear_schedule_with_warmup
 
     for fname, value, low in (("steps", steps, 1), ("batch_size", batch_size, 1), ("grad_accum", grad_accum, 1)):
@@ -181,8 +183,7 @@ def finetune(model: Any, tokenizer: Any, examples: Sequence[Any], *, optimizer: 
     device = next(model.parameters()).device
     sched = get_linear_schedule_with_warmup(optimizer, int(math.ceil(warmup_ratio * steps)), steps)
     gen = torch.Generator().manual_seed(seed)
-    n = len(examples)
-    perm, pos = torch.randperm(n, generator=gen), 0
+    batches = batch_stream(len(examples), batch_size, generator=gen)  # endless; grad_accum batches per step
     cuda = device.type == "cuda"
     if cuda:
         torch.cuda.synchronize(device)
@@ -191,21 +192,14 @@ def finetune(model: Any, tokenizer: Any, examples: Sequence[Any], *, optimizer: 
     step_times: list[float] = []
     memory: dict[str, int] = {}
     model.train()
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=steps, desc=desc, leave=False)
+    steps_bar = bar(range(steps), desc=desc, disable=not progress)
     t_start = time.perf_counter()
-    for step in range(steps):
+    for step in steps_bar:
         t0 = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         total = 0.0
         for _ in range(grad_accum):
-            if pos + batch_size > n:
-                perm, pos = torch.randperm(n, generator=gen), 0
-            idx = perm[pos: pos + batch_size]
-            pos += batch_size
+            _, idx = next(batches)
             T = int(lengths[idx].max())
             batch = {k: v[idx, :T].to(device) for k, v in data.items()}  # (B, T) each
             loss = model(**batch).loss / grad_accum
@@ -218,15 +212,10 @@ def finetune(model: Any, tokenizer: Any, examples: Sequence[Any], *, optimizer: 
         if cuda:
             torch.cuda.synchronize(device)
         step_times.append(time.perf_counter() - t0)
-        if not math.isfinite(total):
-            raise FloatingPointError(f"loss became {total} at step {step}; lower the learning rate")
-        losses.append(total)
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(loss=f"{total:.3f}")
+        losses.append(check_finite(total, step=step))  # TrainingDivergedError (a FloatingPointError) on NaN/inf
+        steps_bar.set_postfix(loss=f"{total:.3f}")
     seconds = time.perf_counter() - t_start
-    if bar is not None:
-        bar.close()
+    steps_bar.close()
     model.eval()
     memory = {**memory, "optimizer": live_training_bytes(model, optimizer)["optimizer"]}
     step_sorted = sorted(step_times)

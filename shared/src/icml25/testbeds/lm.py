@@ -616,37 +616,25 @@ def train_lm(
     if optimizer is None:
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    from icml25.train import batch_stream, check_finite
+    from icml25.train import progress as bar
+
     gen = torch.Generator().manual_seed(seed)
-    n = len(examples)
-    perm = torch.randperm(n, generator=gen)
-    pos = 0
     losses: list[float] = []
     model.train()
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=steps, desc="train_lm", leave=False)
-    for _ in range(steps):
-        if pos + batch_size > n:
-            perm, pos = torch.randperm(n, generator=gen), 0
-        idx = perm[pos : pos + batch_size]
-        pos += batch_size
+    steps_bar = bar(batch_stream(len(examples), batch_size, generator=gen, steps=steps), desc="train_lm",
+                    total=steps, disable=not progress)
+    for _, idx in steps_bar:
         T = int(lengths[idx].max())
         batch = {k: v[idx, :T].to(device) for k, v in data.items()}
         loss = model(**batch).loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-        value = float(loss.detach())
-        if not math.isfinite(value):
-            raise FloatingPointError(f"train_lm: loss became {value} at step {len(losses)}; lower lr")
+        value = check_finite(loss, step=len(losses), what="train_lm: loss")
         losses.append(value)
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(loss=f"{value:.3f}")
-    if bar is not None:
-        bar.close()
+        steps_bar.set_postfix(loss=f"{value:.3f}")
+    steps_bar.close()
     model.eval()
     return losses
 

@@ -96,23 +96,20 @@ def pretrain_clip(
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=lr, betas=(0.9, 0.98))  # fmt: skip
     loss_fn = open_clip.ClipLoss()
+    from icml25.train import batch_stream, check_finite
+    from icml25.train import progress as bar
+
     gen = torch.Generator().manual_seed(seed)
+    torch.randperm(N, generator=gen)  # an unused first draw, kept so the cached weights stay those of earlier versions
     tokens = None
-    perm, pos = torch.randperm(N, generator=gen), N
     losses: list[float] = []
     model.train()
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=steps, desc="pretrain tiny CLIP", leave=False)
-    for step in range(steps):
-        if pos + batch_size > N:
-            perm, pos = torch.randperm(N, generator=gen), 0
+    steps_bar = bar(enumerate(batch_stream(N, batch_size, generator=gen, steps=steps)), desc="pretrain tiny CLIP",
+                    total=steps, disable=not progress)
+    for step, (new_epoch, idx) in steps_bar:
+        if new_epoch:  # captions re-drawn every epoch
             caps = _varied_captions(shapes, rng) if captions == "varied" else shapes.captions
             tokens = tok(caps + tex_caps)
-        idx = perm[pos : pos + batch_size]
-        pos += batch_size
         scale = (
             (step + 1) / warmup
             if step < warmup
@@ -128,19 +125,14 @@ def pretrain_clip(
         opt.step()
         with torch.no_grad():
             model.logit_scale.clamp_(0, math.log(100))
-        value = float(loss.detach())
-        if not math.isfinite(value):
-            raise FloatingPointError(f"pretrain_clip: loss became {value} at step {step}; lower lr")
+        value = check_finite(loss, step=step, what="pretrain_clip: loss")
         losses.append(value)
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(loss=f"{value:.3f}")
+        steps_bar.set_postfix(loss=f"{value:.3f}")
         if callback is not None and ((step + 1) % 100 == 0 or step + 1 == steps):
             model.eval()
             callback(step + 1, model)
             model.train()
-    if bar is not None:
-        bar.close()
+    steps_bar.close()
     model.eval()
     return losses
 
