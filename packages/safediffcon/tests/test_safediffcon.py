@@ -1,33 +1,323 @@
-"""Tests of the mathematics (REPLACE the example with the paper's): each would fail if the method were wrong."""
+"""Tests of SafeDiffCon's mathematics; each asserts something that would fail if the method were wrong."""
+
+import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+from safediffcon.burgers import grid, simulate, simulate_loop
 from safediffcon.config import Config
-from safediffcon.data import make_data
+from safediffcon.conformal import normalise, quantile, safety_weights
+from safediffcon.data import BurgersData, make_split
+from safediffcon.diffusion import NT, GaussianDiffusion, to_image
 from safediffcon.errors import SafediffconError
-from safediffcon.method import fit
+from safediffcon.method import SafeDiffCon
+from safediffcon.metrics import control_objective, safety_rates, safety_score
+from safediffcon.unet import UNet2D
+
+D64 = torch.float64
 
 
-def test_zero_ridge_equals_least_squares_in_float64():
-    x, y, _ = make_data(50, 4, noise=0.1, seed=0)
-    ref = np.linalg.lstsq(x, y, rcond=None)[0]
-    np.testing.assert_allclose(fit(x, y, ridge=0.0), ref, rtol=1e-10, atol=1e-12)
-    # negative control: a large penalty shrinks the weights away from least squares
-    assert np.linalg.norm(fit(x, y, ridge=100.0)) < 0.9 * np.linalg.norm(ref)
+def _u0(n=3, nx=32, seed=0, amp=0.7):
+    from safediffcon.burgers import initial_state
+    return initial_state(n, nx, amp=amp, generator=torch.Generator().manual_seed(seed), dtype=D64)
 
 
-def test_noise_free_recovers_the_true_weights_and_is_deterministic():
-    x, y, w = make_data(30, 3, noise=0.0, seed=1)
-    np.testing.assert_allclose(fit(x, y, ridge=0.0), w, atol=1e-10)
-    np.testing.assert_array_equal(make_data(30, 3, noise=0.1, seed=2)[1], make_data(30, 3, noise=0.1, seed=2)[1])
+def _f(n=3, nx=32, seed=1):
+    from safediffcon.burgers import random_force
+    return random_force(n, nx, generator=torch.Generator().manual_seed(seed), dtype=D64)
 
 
-@pytest.mark.parametrize("field, value", [("n", 0), ("dim", -1), ("noise", float("nan")), ("seeds", 0)])
+# ---------------------------------------------------------------- solver
+def test_zero_stays_zero_and_first_frame_is_u0():
+    u = simulate(torch.zeros(2, 16, dtype=D64), torch.zeros(2, 10, 16, dtype=D64), dt=2e-3)
+    assert u.shape == (2, NT, 16) and torch.count_nonzero(u) == 0
+    u0 = _u0()
+    u = simulate(u0, _f(), dt=2e-3)
+    assert torch.equal(u[:, 0], u0) and u.shape == (3, NT, 32)
+    assert u[:, 1:].abs().max() > 0  # negative control: a forced state moves
+
+
+def test_heat_limit_matches_the_discrete_decay_factor():
+    nx, nu, dt = 32, 0.01, 2e-3
+    x = grid(nx, dtype=D64)
+    eps = 1e-4
+    u = simulate(eps * torch.sin(math.pi * x)[None], torch.zeros(1, 10, nx, dtype=D64), nu=nu, dt=dt)
+    dx = 1 / (nx + 1)
+    lam = nu * dt * (2 - 2 * math.cos(math.pi * dx)) / dx**2
+    m = round(1 / dt / 10)
+    for k in range(1, NT):
+        amp = float((u[0, k] * torch.sin(math.pi * x)).sum() / torch.sin(math.pi * x).square().sum())
+        want = eps * (1 - lam) ** (k * m)
+        assert abs(amp - want) / want < 1e-3
+    # negative control: twice the viscosity decays measurably faster
+    wrong = eps * (1 - 2 * lam) ** (10 * m)
+    assert abs(amp - wrong) / wrong > 1e-3
+
+
+def test_mirror_symmetry_to_machine_precision():
+    u0, f = _u0(), _f()
+    u = simulate(u0, f, dt=2e-3)
+    v = simulate(-u0.flip(-1), -f.flip(-1), dt=2e-3)
+    torch.testing.assert_close(v, -u.flip(-1), rtol=0, atol=1e-12)
+    # negative control: flipping without negating is not a symmetry of Burgers
+    w = simulate(u0.flip(-1), f.flip(-1), dt=2e-3)
+    assert (w - u.flip(-1)).abs().max() > 1e-4
+
+
+def test_control_interval_k_changes_only_later_frames():
+    u0, f = _u0(), _f()
+    base = simulate(u0, f, dt=2e-3)
+    for k in (0, 4, 9):
+        g = f.clone()
+        g[:, k] += 0.5
+        u = simulate(u0, g, dt=2e-3)
+        assert torch.equal(u[:, :k + 1], base[:, :k + 1])
+        assert (u[:, k + 1] - base[:, k + 1]).abs().min() > 0
+
+
+def test_batched_equals_loop_in_float64():
+    u0, f = _u0(4), _f(4)
+    torch.testing.assert_close(simulate(u0, f, dt=2e-3), simulate_loop(u0, f, dt=2e-3), rtol=0, atol=1e-13)
+
+
+def test_substep_maximum_is_at_least_the_recorded_maximum():
+    u, smax = simulate(_u0(), _f(), dt=2e-3, substep_max=True)
+    assert (smax >= safety_score(u) - 1e-15).all()
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(nu=0.0), "nu"), (dict(dt=-1e-3), "dt"), (dict(nu=1.0, dt=1e-2), "unstable"), (dict(dt=3e-3), "dt"),
+])
+def test_solver_refuses_bad_parameters(kw, match):
+    with pytest.raises(SafediffconError, match=match):
+        simulate(_u0(), _f(), **{"nu": 0.01, "dt": 2e-3, **kw})
+
+
+def test_solver_refuses_bad_shapes_and_values():
+    u0, f = _u0(), _f()
+    with pytest.raises(SafediffconError, match="f must be"):
+        simulate(u0, f[:, :9])
+    with pytest.raises(SafediffconError, match="points in space"):
+        simulate(u0, _f(nx=16))
+    with pytest.raises(SafediffconError, match="nx"):
+        simulate(torch.zeros(1, 3, dtype=D64), torch.zeros(1, 10, 3, dtype=D64))
+    bad = u0.clone()
+    bad[0, 0] = float("nan")
+    with pytest.raises(SafediffconError, match="finite"):
+        simulate(bad, f, dt=2e-3)
+
+
+# ---------------------------------------------------------------- conformal quantile
+@pytest.mark.parametrize("n, alpha", [(19, 0.9), (99, 0.98), (50, 0.5), (1000, 0.98)])
+def test_uniform_weights_give_the_split_conformal_rank_in_both_variants(n, alpha):
+    c = np.random.default_rng(n).random(n)
+    k = math.ceil(alpha * (n + 1))
+    want = np.sort(c)[k - 1]
+    assert quantile(c, None, alpha=alpha, method="weighted") == want
+    assert quantile(c, np.full(n, 0.3), alpha=alpha, method="official") == pytest.approx(want, rel=1e-12)
+    assert np.sort(c)[k - 2] < want  # negative control: the next rank down is a different number
+
+
+def test_coverage_is_at_least_alpha_over_200_repetitions():
+    rng = np.random.default_rng(0)
+    n, alpha = 49, 0.9
+    cov, cov_low = [], []
+    for _ in range(200):
+        cal, test = rng.standard_normal(n) ** 2, rng.standard_normal(2000) ** 2
+        q = quantile(cal, alpha=alpha)
+        cov.append(np.mean(test <= q))
+        cov_low.append(np.mean(test <= np.sort(cal)[math.ceil(alpha * n) - 3]))  # too low a rank
+    assert np.mean(cov) >= alpha - 0.005
+    assert np.mean(cov_low) < alpha - 0.02  # negative control
+
+
+def test_q_is_monotone_in_alpha_and_bad_alpha_refused():
+    c = np.random.default_rng(1).random(200)
+    qs = [quantile(c, alpha=a) for a in np.linspace(0.05, 0.99, 40)]
+    assert all(b >= a for a, b in zip(qs, qs[1:])) and qs[-1] > qs[0]
+    for a in (0.0, 1.0, -0.1, float("nan")):
+        with pytest.raises(SafediffconError, match="alpha"):
+            quantile(c, alpha=a)
+    with pytest.raises(SafediffconError, match="too small"):
+        quantile(np.ones(10), alpha=0.98)
+
+
+@pytest.mark.parametrize("p", [1.0, 0.3, 0.1, 0.015])
+def test_weighted_quantile_vs_the_official_weighted_scores(p):
+    rng = np.random.default_rng(2)
+    n = 1000
+    c = rng.random(n)
+    w = np.where(np.arange(n) < p * n, 1.0, 1e-12)
+    off = quantile(c, w, alpha=0.98, method="official")
+    if p == 1.0:
+        assert off == quantile(c, w, alpha=0.98)
+    elif p == 0.015:  # the heavy points' mass cannot reach alpha: textbook +inf, official collapses near 0
+        with pytest.warns(RuntimeWarning):
+            assert quantile(c, w, alpha=0.98) == math.inf
+        assert off < 0.05
+    else:  # the official variant inflates Q by about 1/p
+        tb = quantile(c, w, alpha=0.98)
+        assert math.isfinite(tb) and off > 1.5 * tb
+
+
+def test_safety_weights_properties():
+    s = np.linspace(0, 2, 101)
+    w = safety_weights(s, Q=0.1, s0=0.64, lam=10.0)
+    assert np.all(w[s + 0.1 <= 0.64] == 1.0) and np.all(w[s + 0.1 > 0.64] < 1.0)
+    assert np.all(np.diff(w) <= 0) and np.all((w > 0) & (w <= 1))
+    assert np.all(safety_weights(s, Q=0.1, s0=0.64, lam=20.0) <= w)
+    assert normalise(w).mean() == pytest.approx(1.0)
+    assert np.all(safety_weights(s, Q=0.1, s0=0.64, lam=0.0) == 1.0)
+    with pytest.raises(SafediffconError, match="lambda"):
+        safety_weights(s, Q=0.0, s0=0.64, lam=-1.0)
+
+
+# ---------------------------------------------------------------- diffusion
+def _diff(nx=16, T=20, **kw):
+    torch.manual_seed(0)
+    return GaussianDiffusion(UNet2D(dim=4, mults=(1, 2)), nx=nx, timesteps=T, scaler=5.0, **kw)
+
+
+def test_lambda_zero_gives_the_plain_loss_exactly():
+    d = _diff()
+    data = make_split(8, 16, nu=0.01, dt=2e-3, amp=1.0, seed=0)
+    x0 = to_image(data.u, data.f, scaler=5.0)
+    w = torch.as_tensor(normalise(safety_weights(data.s.numpy(), Q=0.3, s0=0.64, lam=0.0)), dtype=torch.float32)
+    a = d.loss(x0, generator=torch.Generator().manual_seed(3))
+    b = d.loss(x0, weights=w, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(a, b)
+    w2 = torch.as_tensor(normalise(safety_weights(data.s.numpy(), Q=0.3, s0=0.64, lam=50.0)), dtype=torch.float32)
+    assert not torch.equal(a, d.loss(x0, weights=w2, generator=torch.Generator().manual_seed(3)))
+
+
+def test_q_sample_then_predict_start_is_the_identity():
+    d = _diff()
+    x0, eps = torch.randn(4, 3, 16, 16), torch.randn(4, 3, 16, 16)
+    t = torch.tensor([0, 5, 10, 19])
+    torch.testing.assert_close(d.predict_start_from_noise(d.q_sample(x0, t, eps), t, eps), x0, rtol=0, atol=1e-3)
+    assert (d.predict_start_from_noise(d.q_sample(x0, t, eps), t, eps + 0.1) - x0).abs().max() > 1e-2
+
+
+def test_guidance_gradient_is_zero_when_all_samples_are_safe():
+    d = _diff()
+    x = torch.zeros(3, 3, 16, 16)
+    x[:, 2, :NT] = 0.3 / 5.0  # s_hat = 0.3
+    assert torch.count_nonzero(d.guidance_grad(x, lam=500.0, Q=0.2, s0=0.64)) == 0
+    g = d.guidance_grad(x, lam=500.0, Q=0.5, s0=0.64)  # 0.3 + 0.5 > 0.64: push s_hat down
+    assert (g[:, 2, :NT] > 0).all() and torch.count_nonzero(g[:, :2]) == 0
+    assert g[:, 2, :NT].flatten().unique().numel() == 1
+
+
+def test_inpainted_rows_equal_the_conditions_after_every_step():
+    d = _diff()
+    u0, ut = torch.rand(2, 16) * 0.5, torch.rand(2, 16) * 0.5
+    seen = []
+
+    def cb(i, x):
+        torch.testing.assert_close(x[:, 0, 0], u0 / 5.0, rtol=0, atol=0)
+        torch.testing.assert_close(x[:, 0, NT - 1], ut / 5.0, rtol=0, atol=0)
+        assert torch.count_nonzero(x * (1 - d.real)) == 0
+        seen.append(i)
+
+    d.sample(u0, ut, steps=5, guidance_lambda=500.0, Q=0.5, callback=cb, generator=torch.Generator().manual_seed(0))
+    assert seen == list(range(5))
+
+
+def test_ddim_eta_zero_is_deterministic_given_the_noise():
+    d = _diff()
+    u0, ut = torch.rand(2, 16) * 0.5, torch.rand(2, 16) * 0.5
+    a = d.sample(u0, ut, steps=4, eta=0.0, generator=torch.Generator().manual_seed(1))
+    b = d.sample(u0, ut, steps=4, eta=0.0, generator=torch.Generator().manual_seed(1))
+    c = d.sample(u0, ut, steps=4, eta=0.0, generator=torch.Generator().manual_seed(2))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    with pytest.raises(SafediffconError, match="must not exceed"):
+        d.sample(u0, ut, steps=21)
+
+
+# ---------------------------------------------------------------- metrics
+def test_rates_are_ordered_and_j_is_zero_iff_the_target_is_reached():
+    u = torch.randn(20, NT, 16) * 0.6
+    r = safety_rates(u, u_bound=0.8)
+    assert 0 <= r["R_p"] <= r["R_t"] <= r["R_s"] <= 1 and r["R_p"] > 0
+    assert torch.equal(control_objective(u, u[:, -1]), torch.zeros(20))
+    assert (control_objective(u, u[:, -1] + 1e-3) > 0).all()
+    assert torch.equal(safety_score(u), u.square().amax(dim=(1, 2)))
+
+
+# ---------------------------------------------------------------- the controller
+def _tiny(**kw):
+    cfg = dict(nx=16, dt=2e-3, dim=4, mults=(1, 2), timesteps=20, ddim_steps=3, alpha=0.9, seed=0)
+    cfg.update(kw)
+    return SafeDiffCon(**cfg)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(alpha=1.0), "alpha"), (dict(alpha=0.0), "alpha"), (dict(u_bound=0.0), "u_bound"),
+    (dict(weight_lambda=-1.0), "weight_lambda"), (dict(guidance_lambda=-1.0), "guidance_lambda"),
+    (dict(nu=0.0), "nu"), (dict(dt=0.0), "dt"), (dict(nu=1.0), "unstable"), (dict(nx=2), "nx"),
+    (dict(ddim_steps=21), "ddim_steps"),
+])
+def test_controller_refuses_bad_settings(kw, match):
+    with pytest.raises(SafediffconError, match=match):
+        _tiny(**kw)
+
+
+def test_pipeline_runs_and_refuses_bad_calibration_and_unsafe_targets():
+    m = _tiny()
+    train = make_split(32, 16, nu=0.01, dt=2e-3, amp=1.0, seed=0)
+    cal = make_split(20, 16, nu=0.01, dt=2e-3, amp=0.7, safe_only=True, seed=1)
+    before = [p.detach().clone() for p in m.net.parameters()]
+    m.pretrain(train, steps=2, batch_size=8)
+    assert all(not torch.equal(a, b) for a, b in zip(before, m.net.parameters()))
+    qs = m.post_train(train, cal, epochs=2, steps_per_epoch=1, batch_size=8)
+    assert len(qs) == 2 and all(q >= 0 for q in qs)
+    f = m.control(cal.u0[:3], cal.u_target[:3])
+    assert f.shape == (3, 10, 16) and torch.isfinite(f).all()
+    with pytest.raises(SafediffconError, match="too small"):
+        m.calibrate(cal.subset(slice(0, 5)))
+    unsafe = cal.u_target[:1].clone()
+    unsafe[0, 3] = 0.9
+    with pytest.raises(SafediffconError, match="u_target violates"):
+        m.control(cal.u0[:1], unsafe)
+    with pytest.raises(SafediffconError, match="nx"):
+        m.control(cal.u0[:1, :8], cal.u_target[:1, :8])
+
+
+def test_data_refuses_nan_and_wrong_sizes():
+    d = make_split(4, 16, nu=0.01, dt=2e-3, amp=1.0, seed=0)
+    u = d.u.clone()
+    u[0, 0, 0] = float("inf")
+    with pytest.raises(SafediffconError, match="finite"):
+        BurgersData(u, d.f)
+    with pytest.raises(SafediffconError, match="f must be"):
+        BurgersData(d.u, d.f[:, :5])
+
+
+def test_h5_roundtrip_in_the_official_layout(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    from safediffcon.data import load_h5, save_h5
+
+    d = make_split(5, 16, nu=0.01, dt=2e-3, amp=1.0, seed=0)
+    p = save_h5(tmp_path / "burgers_test.h5", "test", d, dt=2e-3)
+    with h5py.File(p) as fh:
+        assert fh["test"]["pde_11-16"].shape == (5, 11, 16) and fh["test"]["pde_11-16_f"].shape == (5, 10, 16)
+    e = load_h5(p, "test")
+    assert torch.equal(e.u, d.u) and torch.equal(e.f, d.f)
+    with pytest.raises(SafediffconError, match="no group"):
+        load_h5(p, "train")
+
+
+@pytest.mark.parametrize("field, value", [("nx", 2), ("alpha", 1.5), ("u_bound", 0.0), ("weight_lambda", -1.0),
+                                          ("dt", 0.0), ("ddim_steps", 500), ("n_cal", 10), ("seeds", 0)])
 def test_bad_config_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         Config(**{field: value})
 
 
-def test_bad_data_refused():
-    with pytest.raises(SafediffconError, match="finite"):
-        fit(np.array([[np.nan]]), np.array([1.0]), ridge=0.0)
+def test_readme_quickstart_runs():
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    exec(compile(block, "README quickstart", "exec"), {})

@@ -9,8 +9,13 @@ __version__ = "0.1.0"
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "Config": "safediffcon.config",
-    "fit": "safediffcon.method",
-    "predict": "safediffcon.method",
-    "make_data": "safediffcon.data",
+    "SafeDiffCon": "safediffcon.method",
+    "BurgersData": "safediffcon.data",
+    "make_split": "safediffcon.data",
+    "load_h5": "safediffcon.data",
+    "simulate": "safediffcon.burgers",
+    "quantile": "safediffcon.conformal",
+    "adjoint_control": "safediffcon.adjoint",
+    "evaluate_control": "safediffcon.metrics",
     "SafediffconError": "safediffcon.errors",
 })

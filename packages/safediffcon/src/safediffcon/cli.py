@@ -1,44 +1,216 @@
-"""Command line of safediffcon: ``safediffcon fit ... | reproduce [--quick]``."""
+"""Command line of safediffcon: ``make-data``, ``pretrain``, ``post-train``, ``control``, ``evaluate``,
+``reproduce [--quick|--smoke]``."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from safediffcon.config import Config, cpu
 from safediffcon.registry import METHOD
 
+SPLITS = ("train", "cal", "holdout", "val", "test")
+
 
 @dataclass(frozen=True)
-class FitOptions(CommonOptions):
-    """Fit the method on generated data and write the run directory."""
+class MakeDataOptions(CommonOptions):
+    """Generate the Burgers splits (train, cal, holdout, val, test) as burgers_{split}.h5 in the official layout."""
+
+    config: Config = cpu()
+    """Sizes, grid and amplitudes (the data fields of the config are used)."""
+
+
+@dataclass(frozen=True)
+class PretrainOptions(CommonOptions):
+    """Pretrain the joint [u, f, s] diffusion model and save it under <out>/model."""
 
     config: Config = cpu()
     """The method's configuration."""
+    data: Path | None = None
+    """Folder of burgers_{split}.h5 files (make-data or the official ones); default: generate in memory."""
 
 
-def fit_command(opts: FitOptions) -> int:
-    from icml25.registry import default_out
-    from icml25.rundir import RunDir
+@dataclass(frozen=True)
+class PostTrainOptions(CommonOptions):
+    """Reweighted post-training with per-epoch conformal re-calibration; saves <out>/model (with its Q)."""
 
-    out = opts.out if opts.out is not None else default_out(METHOD.name)
-    with RunDir(out, overwrite=opts.overwrite, staged=True) as rd:  # --out is checked before anything is written
-        from safediffcon.data import make_data
-        from safediffcon.method import fit
+    model: Path = Path("runs/safediffcon/pretrain")
+    """Run folder of `safediffcon pretrain` (holds model/)."""
+    config: Config = cpu()
+    """Post-training fields (post_epochs, post_steps, post_lr, batch_size) and the data fields."""
+    data: Path | None = None
+    """Folder of burgers_{split}.h5 files; default: generate in memory."""
 
-        x, y, w_true = make_data(opts.config.n, opts.config.dim, noise=opts.config.noise, seed=opts.seed)
-        w = fit(x, y, ridge=opts.config.ridge)
-        rd.write_config(asdict(opts))
-        rd.write_json("fit.json", {"weight_error": float(((w - w_true) ** 2).sum() ** 0.5)})
+
+@dataclass(frozen=True)
+class ControlOptions(CommonOptions):
+    """Generate safe controls for the test split (guidance + InfFT) and write controls.npz and metrics.json."""
+
+    model: Path = Path("runs/safediffcon/post-train")
+    """Run folder of `safediffcon post-train` or `pretrain` (holds model/)."""
+    config: Config = cpu()
+    """InfFT fields (infft_iters, infft_lr) and the data fields."""
+    data: Path | None = None
+    """Folder of burgers_{split}.h5 files; default: generate in memory."""
+    guidance: bool = True
+    """Safety guidance on x_hat0 during sampling."""
+
+
+@dataclass(frozen=True)
+class EvaluateOptions(CommonOptions):
+    """Re-simulate controls (a controls.npz written by `control`) with the true solver: J, R_p, R_t, R_s."""
+
+    controls: Path = Path("runs/safediffcon/control/controls.npz")
+    """File with arrays u0 [N, nx], u_target [N, nx], f [N, 10, nx]."""
+    config: Config = cpu()
+    """Solver fields (nu, dt, u_bound)."""
+
+
+def _split(cfg: Config, split: str, seed: int):
+    from safediffcon.data import make_split
+
+    k = SPLITS.index(split)
+    if split == "train":
+        return make_split(cfg.n_train, cfg.nx, nu=cfg.nu, dt=cfg.dt, amp=cfg.train_amp, seed=1000 * seed)
+    n = {"cal": cfg.n_cal, "holdout": cfg.n_holdout, "val": cfg.n_val, "test": cfg.n_test}[split]
+    return make_split(n, cfg.nx, nu=cfg.nu, dt=cfg.dt, amp=cfg.eval_amp, safe_only=True, u_bound=cfg.u_bound,
+                      seed=1000 * seed + k)
+
+
+def _data(opts, split: str):
+    from safediffcon.data import load_h5
+    from safediffcon.errors import SafediffconError
+
+    if opts.data is None:
+        return _split(opts.config, split, opts.seed)
+    d = load_h5(Path(opts.data) / f"burgers_{split}.h5", split)
+    if d.nx != opts.config.nx:
+        raise SafediffconError(f"--data has nx={d.nx} but --config.nx is {opts.config.nx}")
+    return d
+
+
+def _model(run: Path):
+    from safediffcon.errors import SafediffconError
+    from safediffcon.method import SafeDiffCon
+
+    folder = Path(run) / "model"
+    if not (folder / "model_config.json").exists():
+        raise SafediffconError(f"{str(folder)!r} has no model_config.json; pass --model DIR of a pretrain/post-train run")
+    return SafeDiffCon.load(folder)
+
+
+def make_data(opts: MakeDataOptions) -> int:
+    from safediffcon.data import save_h5
+
+    rd = open_run_dir("safediffcon", opts)
+    rd.write_config(asdict(opts))
+    sizes = {}
+    for split in SPLITS:
+        d = _split(opts.config, split, opts.seed)
+        save_h5(rd.path / f"burgers_{split}.h5", split, d, dt=opts.config.dt)
+        sizes[split] = {"n": len(d), "unsafe": float((d.s > opts.config.u_bound**2).float().mean())}
+    rd.write_json("summary.json", sizes)
     if not opts.quiet:
-        print(f"written to {rd.target}")
+        print(json.dumps(sizes), f"\nwritten to {rd.target}")
+    return 0
+
+
+def pretrain(opts: PretrainOptions) -> int:
+    from icml25.seeding import seed_everything
+
+    from safediffcon.method import SafeDiffCon
+
+    cfg = opts.config
+    train = _data(opts, "train")
+    seed_everything(opts.seed)
+    rd = open_run_dir("safediffcon", opts)
+    rd.write_config(asdict(opts))
+    model = SafeDiffCon(**cfg.model_kwargs(opts.seed))
+    losses = model.pretrain(train, steps=cfg.pretrain_steps, batch_size=cfg.batch_size, lr=cfg.pretrain_lr)
+    for i in range(0, len(losses), max(1, len(losses) // 100)):
+        rd.log(i, loss=losses[i])
+    model.save(rd.path / "model")
+    rd.write_env(device="cpu")
+    if not opts.quiet:
+        print(f"pretrained {cfg.pretrain_steps} steps, final loss {losses[-1]:.4f}; saved to {rd.target / 'model'}")
+    return 0
+
+
+def post_train(opts: PostTrainOptions) -> int:
+    cfg = opts.config
+    model = _model(opts.model)
+    train, cal = _data(opts, "train"), _data(opts, "cal")
+    rd = open_run_dir("safediffcon", opts)
+    rd.write_config(asdict(opts))
+    qs = model.post_train(train, cal, epochs=cfg.post_epochs, steps_per_epoch=cfg.post_steps,
+                          batch_size=cfg.batch_size, lr=cfg.post_lr)
+    model.save(rd.path / "model")
+    rd.write_json("summary.json", {"Q_per_epoch": qs})
+    rd.write_env(device="cpu")
+    if not opts.quiet:
+        print(f"post-trained; Q per epoch {qs}; saved to {rd.target / 'model'}")
+    return 0
+
+
+def control(opts: ControlOptions) -> int:
+    import numpy as np
+
+    from safediffcon.metrics import evaluate_control
+
+    cfg = opts.config
+    model = _model(opts.model)
+    test, cal = _data(opts, "test"), _data(opts, "cal")
+    model._check_conditions(test.u0, test.u_target)
+    rd = open_run_dir("safediffcon", opts)
+    rd.write_config(asdict(opts))
+    qs = model.fine_tune(test.u0, test.u_target, cal, iters=cfg.infft_iters, lr=cfg.infft_lr, extra_Q=model.Q) \
+        if cfg.infft_iters > 0 and opts.guidance else []
+    f = model.control(test.u0, test.u_target, guidance=opts.guidance)
+    np.savez(rd.path / "controls.npz", u0=test.u0.numpy(), u_target=test.u_target.numpy(), f=f.numpy())
+    metrics = evaluate_control(test.u0, f, test.u_target, nu=model.nu, dt=model.dt, u_bound=model.u_bound)
+    metrics.update({"Q": model.Q, "infft_Q": qs})
+    rd.write_json("metrics.json", metrics)
+    rd.write_env(device="cpu")
+    if not opts.quiet:
+        print(json.dumps(metrics), f"\nwritten to {rd.target}")
+    return 0
+
+
+def evaluate(opts: EvaluateOptions) -> int:
+    import numpy as np
+    import torch
+
+    from safediffcon.errors import SafediffconError
+    from safediffcon.metrics import evaluate_control
+
+    cfg = opts.config
+    p = Path(opts.controls)
+    if not p.is_file():
+        raise SafediffconError(f"--controls {str(p)!r}: no such file (write one with `safediffcon control`)")
+    with np.load(p, allow_pickle=False) as z:
+        missing = [k for k in ("u0", "u_target", "f") if k not in z]
+        if missing:
+            raise SafediffconError(f"--controls {str(p)!r} lacks the arrays {missing}")
+        u0, ut, f = (torch.as_tensor(z[k], dtype=torch.float32) for k in ("u0", "u_target", "f"))
+    if ut.shape != u0.shape:
+        raise SafediffconError(f"--controls: u_target {tuple(ut.shape)} must have the shape of u0 {tuple(u0.shape)}")
+    if not torch.isfinite(ut).all():
+        raise SafediffconError("--controls: u_target must be finite (found NaN or inf)")
+    metrics = evaluate_control(u0, f, ut, nu=cfg.nu, dt=cfg.dt, u_bound=cfg.u_bound)
+    print(json.dumps(metrics))
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     return method_main(METHOD, {
-        "fit": (FitOptions, fit_command),
+        "make-data": (MakeDataOptions, make_data),
+        "pretrain": (PretrainOptions, pretrain),
+        "post-train": (PostTrainOptions, post_train),
+        "control": (ControlOptions, control),
+        "evaluate": (EvaluateOptions, evaluate),
         "reproduce": (ReproduceOptions, reproduce_command(METHOD)),
     }, argv=argv)

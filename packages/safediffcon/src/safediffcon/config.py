@@ -1,45 +1,159 @@
-"""Configuration of safediffcon: one frozen dataclass per concern, named presets, and the reproduce budgets.
+"""Configuration of safediffcon: one frozen dataclass, named presets (``paper()``, ``cpu()``) and the budgets.
 
 The CLI is generated from these dataclasses (tyro); the field docstrings are the help text.
-REPLACE the example fields with the method's own (keep the presets and the budgets).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from icml25.errors import check_non_negative, check_positive
 from icml25.experiment import Budgets
 
+from safediffcon.errors import SafediffconError
+
 
 @dataclass(frozen=True)
 class Config:
-    """Example method (ridge regression on data with a known ground truth)."""
+    """SafeDiffCon on 1D Burgers: data, model, conformal calibration, post-training, inference, baselines."""
 
-    n: int = 400
-    """Training examples."""
+    # ---- PDE and data
+    nx: int = 32
+    """Interior grid points (official 128; dx = 1/(nx+1))."""
+    dt: float = 2e-3
+    """Explicit Euler step (official 1e-4); 1/dt must be a multiple of 10 and nu*dt/dx^2 <= 0.5."""
+    nu: float = 0.01
+    """Viscosity."""
+    u_bound: float = 0.8
+    """Safety bound |u| <= u_bound at the 11 recorded frames, s0 = u_bound^2 (paper 0.8, s0 = 0.64)."""
+    train_amp: float = 1.0
+    """Largest initial amplitude of the training set (official 2: 89% unsafe; 1.0 gives about 55% unsafe)."""
+    eval_amp: float = 0.7
+    """Largest initial amplitude of calibration/validation/test instances (kept only if the whole trajectory is safe)."""
+    n_train: int = 2000
+    """Training trajectories."""
+    n_cal: int = 150
+    """Calibration trajectories (safe)."""
+    n_holdout: int = 100
+    """Held-out trajectories for the coverage check (safe)."""
+    n_val: int = 32
+    """Validation instances for tuning (safe)."""
+    n_test: int = 50
+    """Test instances (paper: 50)."""
+    # ---- model
     dim: int = 8
-    """Input dimension."""
-    noise: float = 0.1
-    """Noise standard deviation of the targets."""
-    ridge: float = 1e-3
-    """Ridge penalty lambda of the closed form w = (X^T X + lambda I)^-1 X^T y."""
+    """UNet base channels (official 128)."""
+    mults: tuple[int, ...] = (1, 2, 4)
+    """UNet channel multipliers per level (official (1, 2, 4, 8))."""
+    timesteps: int = 200
+    """Diffusion training steps T (official 1000), cosine schedule."""
+    scaler: float = 5.0
+    """All channels are divided by it (official 10)."""
+    ddim_steps: int = 10
+    """DDIM sampling steps (official 200); must not exceed timesteps."""
+    eta: float = 1.0
+    """DDIM eta (official 1.0)."""
+    pretrain_steps: int = 1500
+    """Pretraining steps (official 200k)."""
+    batch_size: int = 32
+    """Batch size of pretraining and post-training."""
+    pretrain_lr: float = 2e-3
+    """Peak learning rate of pretraining (5% warm-up, cosine)."""
+    # ---- conformal + post-training
+    alpha: float = 0.98
+    """Coverage level of the conformal quantile Q."""
+    weight_lambda: float = 2500.0
+    """lambda of the weights exp(-lambda max(s + Q - s0, 0)) in calibration and post-training."""
+    quantile_method: Literal["weighted", "official"] = "weighted"
+    """Textbook weighted conformal quantile, or the released code's quantile of weighted scores."""
+    official_safety_row_mask: bool = False
+    """Treat the last real row of the safety channel as padding (the released code)."""
+    post_epochs: int = 2
+    """Post-training epochs (official 5); Q is re-calibrated after each."""
+    post_steps: int = 100
+    """Post-training steps per epoch (official 3200)."""
+    post_lr: float = 5e-4
+    """Post-training peak learning rate (official 1e-4 on a 200k-step model), AdamW, 5% warm-up + cosine."""
+    # ---- inference
+    guidance_lambda: float = 500.0
+    """Safety guidance strength lambda_g, on the official grid's scale (official 500)."""
+    infft_iters: int = 2
+    """Inference-time fine-tuning iterations (the official script's 2 effective updates)."""
+    infft_lr: float = 1e-4
+    """InfFT learning rate (official 1e-5), AdamW."""
+    infft_from_pretrained: bool = False
+    """Start InfFT from the pretrained instead of the post-trained weights (the released pipeline)."""
+    # ---- baselines and tuning
+    adjoint_iters: int = 40
+    """Adam iterations of the adjoint (direct optimisation) baseline."""
+    adjoint_lr: float = 0.5
+    """Adam learning rate of the adjoint baseline."""
+    adjoint_mus: tuple[float, ...] = (0.0, 10.0, 1000.0)
+    """Penalties mu of J + mu max(s - s0, 0)^2 reported for the adjoint baseline."""
+    guidance_grid: tuple[float, ...] = (250.0, 500.0, 1000.0)
+    """lambda_g values SafeDiffCon is tuned over on the validation split."""
+    mu_grid: tuple[float, ...] = (10.0, 100.0, 1000.0)
+    """mu values the adjoint is tuned over on the validation split (same size as guidance_grid)."""
+    speed_trajectories: int = 16
+    """Trajectories of the batched-vs-loop solver timing."""
     seeds: int = 5
     """Seeds of a reproduce run."""
 
     def __post_init__(self) -> None:
-        check_positive(self, "n", "dim", "seeds")
-        check_non_negative(self, "noise", "ridge")
+        check_positive(self, "nx", "n_train", "n_cal", "n_holdout", "n_val", "n_test", "dim", "timesteps",
+                       "ddim_steps", "pretrain_steps", "batch_size", "post_epochs", "post_steps", "adjoint_iters",
+                       "speed_trajectories", "seeds")
+        check_positive(self, "dt", "nu", "u_bound", "train_amp", "eval_amp", "scaler", "pretrain_lr", "post_lr",
+                       "infft_lr", "adjoint_lr", integer=False)
+        check_non_negative(self, "weight_lambda", "guidance_lambda", "infft_iters", "eta")
+        if not (math.isfinite(self.alpha) and 0 < self.alpha < 1):
+            raise SafediffconError(f"alpha must be in (0, 1), got {self.alpha!r}")
+        if self.nx < 4:
+            raise SafediffconError(f"nx must be >= 4, got {self.nx}")
+        if self.ddim_steps > self.timesteps:
+            raise SafediffconError(f"ddim_steps ({self.ddim_steps}) must not exceed timesteps ({self.timesteps})")
+        if self.nx % 2 ** (len(self.mults) - 1):
+            raise SafediffconError(f"nx={self.nx} must be divisible by 2^(len(mults)-1)")
+        if any(m < 0 or not math.isfinite(m) for m in (*self.adjoint_mus, *self.mu_grid)):
+            raise SafediffconError("adjoint_mus and mu_grid must be finite numbers >= 0")
+        if any(g < 0 or not math.isfinite(g) for g in self.guidance_grid):
+            raise SafediffconError("guidance_grid must hold finite numbers >= 0")
+        r = self.nu * self.dt * (self.nx + 1) ** 2
+        if r > 0.5:
+            raise SafediffconError(f"unstable: nu*dt/dx^2 = {r:.3g} > 0.5 (nu, dt, nx)")
+        if math.ceil(self.alpha * (self.n_cal + 1)) > self.n_cal:
+            raise SafediffconError(f"n_cal={self.n_cal} is too small for alpha={self.alpha}: "
+                                   f"ceil(alpha (n_cal+1)) > n_cal")
+
+    def model_kwargs(self, seed: int) -> dict:
+        return dict(nx=self.nx, nu=self.nu, dt=self.dt, dim=self.dim, mults=self.mults, timesteps=self.timesteps,
+                    scaler=self.scaler, u_bound=self.u_bound, alpha=self.alpha, weight_lambda=self.weight_lambda,
+                    guidance_lambda=self.guidance_lambda, ddim_steps=self.ddim_steps, eta=self.eta,
+                    quantile_method=self.quantile_method, official_safety_row_mask=self.official_safety_row_mask,
+                    seed=seed)
 
 
 def paper() -> Config:
-    """The paper's settings."""
-    return Config()
+    """The paper's / official code's settings (a GPU-scale run: 128 points, dt 1e-4, dim-128 UNet)."""
+    return Config(nx=128, dt=1e-4, train_amp=2.0, n_train=90_000, n_cal=1000, n_holdout=500, n_val=50, dim=128,
+                  mults=(1, 2, 4, 8), timesteps=1000, scaler=10.0, ddim_steps=200, pretrain_steps=200_000,
+                  batch_size=16, pretrain_lr=1e-5, post_epochs=5, post_steps=3200, post_lr=1e-4, infft_lr=1e-5,
+                  adjoint_iters=300, seeds=10)
 
 
 def cpu() -> Config:
-    """Our CPU-scale settings."""
-    return replace(paper(), n=200)
+    """Our CPU-scale settings (the full reproduce run)."""
+    return Config()
 
 
-BUDGETS = Budgets(smoke=replace(cpu(), n=50, seeds=1), quick=replace(cpu(), seeds=3), full=replace(paper(), seeds=5))
+BUDGETS = Budgets(
+    smoke=replace(cpu(), nx=16, mults=(1, 2), n_train=64, n_cal=60, n_holdout=20, n_val=8, n_test=8, dim=4,
+                  timesteps=20, ddim_steps=3, pretrain_steps=5, post_epochs=1, post_steps=3, infft_iters=1,
+                  adjoint_iters=3, speed_trajectories=2, seeds=1, alpha=0.9, guidance_grid=(500.0,),
+                  mu_grid=(100.0,), adjoint_mus=(0.0, 100.0)),
+    quick=replace(cpu(), n_train=1000, n_cal=100, n_holdout=50, n_test=30, n_val=16, pretrain_steps=500,
+                  post_steps=40, adjoint_iters=25, speed_trajectories=8, seeds=3),
+    full=replace(cpu(), seeds=5),
+)
