@@ -1,10 +1,10 @@
-"""The baselines, run through trl exactly as a user would: ``DPOTrainer`` (paired), ``KTOTrainer`` (unpaired), and
-Step-DPO / Step-KTO (the same trainers on step-level rows whose prompt carries the right prefix).
+"""The baselines, run through trl exactly as a user would: ``DPOTrainer`` (paired; DPO with ``loss_type='sigmoid'``,
+IPO with ``loss_type='ipo'``), ``KTOTrainer`` (unpaired), and Step-DPO / Step-KTO (the same trainers on step-level rows whose prompt carries the right prefix).
 
 trl 1.16 pitfalls handled here (see ``_tiny-lm.md``): the local tokenizer is passed as ``processing_class``, the
 reference model explicitly (``ref_model``), and every output/logging option is set so that nothing reaches the hub.
-Prompts get the ``<s>`` token in front (trl tokenizes with ``add_special_tokens=False``) so that the baselines see
-exactly the sequences PIPA sees: ``<s> prompt completion </s>``.
+Prompts get the tokenizer's BOS token in front, if it has one (trl tokenizes with ``add_special_tokens=False``), so
+that the baselines see the sequences PIPA sees: ``[BOS] prompt completion [EOS]``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import tempfile
 import time
 from typing import Any
 
-__all__ = ["train_dpo", "train_kto", "common_args"]
+__all__ = ["train_dpo", "train_kto", "common_args", "run_timed", "LossTimer"]
 
 
 def common_args(*, steps: int, lr: float, batch_size: int, seed: int, out: str) -> dict[str, Any]:
@@ -45,25 +45,62 @@ def silence_libraries() -> None:
 
 
 def _bos(rows: list[dict[str, Any]], tokenizer: Any) -> list[dict[str, Any]]:
-    return [{**r, "prompt": tokenizer.bos_token + r["prompt"]} for r in rows]
+    """trl tokenizes prompts with ``add_special_tokens=False``: put the tokenizer's BOS (if it has one) in front, so
+    that trl sees the sequences PIPA sees (``[BOS] prompt completion [EOS]``)."""
+    bos = tokenizer.bos_token
+    return [{**r, "prompt": bos + r["prompt"]} if bos else dict(r) for r in rows]
+
+
+class LossTimer:
+    """Wraps ``trainer.compute_loss`` and adds up the wall time spent inside it (forward passes of policy and
+    reference + the loss), so that the loss computation is timed apart from the rest of the trainer step."""
+
+    def __init__(self, trainer: Any) -> None:
+        self.seconds = 0.0
+        self.calls = 0
+        inner = trainer.compute_loss
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - t0
+                self.calls += 1
+
+        trainer.compute_loss = timed
+
+
+def run_timed(trainer: Any, steps: int) -> dict[str, Any]:
+    """Train and return ``seconds``, ``seconds_per_step`` (whole step) and ``loss_seconds_per_step``."""
+    timer = LossTimer(trainer)
+    t0 = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - t0
+    n = max(steps, 1)
+    return {"seconds": seconds, "seconds_per_step": seconds / n, "loss_seconds_per_step": timer.seconds / n}
+
+
+DPO_LOSSES = ("sigmoid", "ipo")
 
 
 def train_dpo(model: Any, ref_model: Any, tokenizer: Any, rows: list[dict[str, Any]], *, steps: int, lr: float,
-              batch_size: int, seed: int, beta: float = 0.1, max_length: int = 64) -> dict[str, Any]:
-    """trl DPO (sigmoid loss) on ``prompt/chosen/rejected`` rows; returns timing. Trains ``model`` in place."""
+              batch_size: int, seed: int, beta: float = 0.1, max_length: int = 64,
+              loss_type: str = "sigmoid") -> dict[str, Any]:
+    """trl DPO (``loss_type='sigmoid'``) or IPO (``loss_type='ipo'``) on ``prompt/chosen/rejected`` rows; returns
+    timing. Trains ``model`` in place."""
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
+    if loss_type not in DPO_LOSSES:
+        raise ValueError(f"loss_type must be one of {DPO_LOSSES}, got {loss_type!r}")
     with tempfile.TemporaryDirectory() as tmp:
-        args = DPOConfig(beta=beta, loss_type=["sigmoid"], max_length=max_length,
+        args = DPOConfig(beta=beta, loss_type=[loss_type], max_length=max_length,
                          **common_args(steps=steps, lr=lr, batch_size=batch_size, seed=seed, out=tmp))
         trainer = DPOTrainer(model=model, ref_model=ref_model, args=args,
                              train_dataset=Dataset.from_list(_bos(rows, tokenizer)), processing_class=tokenizer)
         quiet(trainer)
-        t0 = time.perf_counter()
-        trainer.train()
-        seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "seconds_per_step": seconds / max(steps, 1)}
+        return run_timed(trainer, steps)
 
 
 def train_kto(model: Any, ref_model: Any, tokenizer: Any, rows: list[dict[str, Any]], *, steps: int, lr: float,
@@ -85,7 +122,4 @@ def train_kto(model: Any, ref_model: Any, tokenizer: Any, rows: list[dict[str, A
         trainer = KTOTrainer(model=model, ref_model=ref_model, args=args,
                              train_dataset=Dataset.from_list(_bos(rows, tokenizer)), processing_class=tokenizer)
         quiet(trainer)
-        t0 = time.perf_counter()
-        trainer.train()
-        seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "seconds_per_step": seconds / max(steps, 1)}
+        return run_timed(trainer, steps)

@@ -54,10 +54,12 @@ __all__ = [
     "pipa_n_step_loss",
     "pipa_loss",
     "dpo_sigmoid_loss",
+    "kto_value_loss",
 ]
 
 VARIANTS = ("M", "N")
-M_GUARDS = ("clamp", "raise")
+M_GUARDS = ("barrier", "clamp", "raise")
+VALUE_LOSSES = ("log", "kto")
 
 
 def log1mexp(s: torch.Tensor) -> torch.Tensor:
@@ -82,14 +84,22 @@ def _check(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_logits: to
             raise PIPAError("labels must be 0 or 1")
 
 
-def _m_log_p1(policy_logps, ref_logps, value_logits, guard: str, eps: float) -> torch.Tensor:
+def _m_guarded(policy_logps, ref_logps, value_logits, guard: str, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(s_in, excess)``: ``s`` capped at ``−eps`` and the part of ``s`` above the cap (zero inside the feasible set).
+
+    ``guard='barrier'`` keeps the gradient of the excess (the caller adds a linear barrier on it); ``'clamp'`` (the
+    old behaviour, kept as an option and a negative control) drops it, so an infeasible point gets zero gradient.
+    """
     if guard not in M_GUARDS:
         raise PIPAError(f"guard must be one of {M_GUARDS}, got {guard!r}")
+    if not eps > 0:
+        raise PIPAError(f"eps must be > 0, got {eps}")
     s = policy_logps + F.logsigmoid(value_logits) - ref_logps
     if guard == "raise" and (s.detach() > 0).any():
         raise PIPAError("PIPA-M needs f·g ≤ p⁰ (log f + log g − log p⁰ ≤ 0); got a positive value (guard='raise')")
-    # clamp keeps the gradient of in-range entries and caps f·g/p⁰ just below 1
-    return s.clamp(max=-eps)
+    s_in = s.clamp(max=-eps)
+    excess = torch.relu(s + eps) if guard == "barrier" else torch.zeros_like(s)
+    return s_in, excess
 
 
 def posterior_logit(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_logits: torch.Tensor, *,
@@ -99,7 +109,7 @@ def posterior_logit(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_l
     if variant == "N":
         return policy_logps - ref_logps + value_logits
     if variant == "M":
-        s = _m_log_p1(policy_logps, ref_logps, value_logits, "clamp", eps)
+        s, _ = _m_guarded(policy_logps, ref_logps, value_logits, "clamp", eps)
         return s - log1mexp(s)
     raise PIPAError(f"variant must be one of {VARIANTS}, got {variant!r}")
 
@@ -124,16 +134,46 @@ def pipa_n_loss(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_logit
 
 
 def pipa_m_loss(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_logits: torch.Tensor,
-                labels: torch.Tensor, *, reduction: str = "mean", guard: str = "clamp", eps: float = 1e-6) -> torch.Tensor:
+                labels: torch.Tensor, *, reduction: str = "mean", guard: str = "barrier", eps: float = 1e-3) -> torch.Tensor:
     """PIPA-M on unpaired data: ``−c·s − (1−c)·log(1 − e^s)`` with ``s = log f + log g − log p⁰``.
 
-    ``guard='clamp'`` caps ``s`` at ``−eps`` (the constraint ``f g ≤ p⁰`` of the marginal prior);
-    ``guard='raise'`` raises :class:`PIPAError` when it is violated.
+    The marginal prior needs ``f g ≤ p⁰`` (``s ≤ 0``). The guard acts where ``s > −eps``:
+
+    - ``'barrier'`` (default): the loss is exact for ``s ≤ −eps`` and continues linearly above, with the slope
+      ``1/expm1(eps)`` of the negative term at ``−eps`` (so the negative term is C¹): every label gets a gradient
+      ``∂L/∂s > 0`` there, which pushes ``s`` back into the feasible set;
+    - ``'clamp'``: ``s`` is capped at ``−eps`` — an infeasible point keeps a constant loss and gets *zero* gradient
+      (the earlier behaviour; kept only for comparison);
+    - ``'raise'``: :class:`PIPAError` on any ``s > 0``.
     """
     _check(policy_logps, ref_logps, value_logits, labels)
-    s = _m_log_p1(policy_logps, ref_logps, value_logits, guard, eps)
+    s, excess = _m_guarded(policy_logps, ref_logps, value_logits, guard, eps)
     lab = labels.to(s.dtype)
-    per = -(lab * s + (1.0 - lab) * log1mexp(s))
+    per = -(lab * s + (1.0 - lab) * log1mexp(s)) + excess / math.expm1(eps)
+    return _reduce(per, reduction)
+
+
+def kto_value_loss(policy_logps: torch.Tensor, ref_logps: torch.Tensor, labels: torch.Tensor, *,
+                   reference_point: float | torch.Tensor, beta: float = 0.1, desirable_weight: float = 1.0,
+                   undesirable_weight: float = 1.0, reduction: str = "mean") -> torch.Tensor:
+    """KTO as a special case of PIPA-N ("different prior and loss").
+
+    The PIPA-N logit ``ℓ = (log f − log p⁰) + logit g`` with the learned ``logit g`` replaced by a *fixed* reference
+    point ``−z`` and tempered by ``β``: ``ℓ = β (log f − log p⁰ − z)``; the log-loss ``−log σ(±ℓ)`` replaced by the
+    "1 − σ" value loss::
+
+        c = 1:  w_D · (1 − σ(β (r − z)))          c = 0:  w_U · (1 − σ(β (z − r)))        r = log f − log p⁰
+
+    ``z`` (``reference_point``) is KTO's batch KL estimate (a constant for the gradient). Inputs ``(batch,)``.
+    The mean is over all rows (as trl's ``KTOTrainer`` averages the concatenated desirable and undesirable losses).
+    """
+    _check(policy_logps, ref_logps, None, labels)
+    if not beta > 0:
+        raise PIPAError(f"beta must be > 0, got {beta}")
+    z = torch.as_tensor(reference_point, dtype=policy_logps.dtype, device=policy_logps.device).detach()
+    logit = beta * (policy_logps - ref_logps - z)  # the tempered PIPA-N logit with logit g := −z
+    lab = labels.to(logit.dtype)
+    per = lab * desirable_weight * (1 - torch.sigmoid(logit)) + (1 - lab) * undesirable_weight * torch.sigmoid(logit)
     return _reduce(per, reduction)
 
 
@@ -196,7 +236,7 @@ def pipa_n_step_loss(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_
 
 def pipa_m_step_loss(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_logits: torch.Tensor,
                      labels: torch.Tensor, step_mask: torch.Tensor | None = None, *, reduction: str = "mean",
-                     guard: str = "clamp", eps: float = 1e-6) -> torch.Tensor:
+                     guard: str = "barrier", eps: float = 1e-3) -> torch.Tensor:
     """Step-level PIPA-M: the PIPA-M terms summed over the steps of each sequence; inputs ``(batch, K)``."""
     return _step(pipa_m_loss, policy_logps, ref_logps, value_logits, labels, step_mask, reduction, guard=guard, eps=eps)
 

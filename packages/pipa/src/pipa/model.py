@@ -4,8 +4,9 @@
 of the context (the last prompt token at answer level; the last token before step k at step level). The head adds
 ``hidden + 1`` parameters and no extra forward pass.
 
-Sequences are encoded as ``<s> prompt step_1 … step_K </s>`` with every step tokenized on its own, so each token
-belongs to exactly one step (``</s>`` belongs to the last one). ``segment_logps`` sums token log-probabilities per
+Sequences are encoded as ``[BOS] prompt step_1 … step_K [EOS]`` (BOS/EOS only where the tokenizer has them), the
+text tokenized as a whole and every token assigned to the step holding its last character (``EOS`` belongs to the
+last step), so the ids are the ones generation produces, for any HF tokenizer. ``segment_logps`` sums token log-probabilities per
 step; padding and the prompt never enter them.
 """
 
@@ -20,7 +21,7 @@ from torch import nn
 
 from pipa.losses import PIPAError
 
-__all__ = ["ValueHeadModel", "EncodedBatch", "encode_batch", "token_logps", "segment_logps", "value_logits_at"]
+__all__ = ["ValueHeadModel", "EncodedBatch", "encode_batch", "special_ids", "token_logps", "segment_logps", "value_logits_at"]
 
 
 class ValueHeadModel(nn.Module):
@@ -41,6 +42,10 @@ class ValueHeadModel(nn.Module):
     @property
     def config(self) -> Any:
         return self.lm.config
+
+    def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs: dict | None = None) -> None:
+        """Delegate to the LM, so that ``gradient_checkpointing=True`` works in PIPATrainer as in trl's trainers."""
+        self.lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs=gradient_checkpointing_kwargs)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Returns ``logits (B, T, V)`` and ``values (B, T)`` (the value-head logit at every position)."""
@@ -90,36 +95,88 @@ def _ids(tokenizer: Any, text: str) -> list[int]:
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
+def special_ids(tokenizer: Any) -> tuple[int | None, int | None, int]:
+    """``(bos, eos, pad)`` of any HF tokenizer: BOS/EOS are used only where the tokenizer has them; padding falls
+    back to EOS, then to 0 (padded positions are masked everywhere, so the id only has to be valid)."""
+    bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
+    pad = tokenizer.pad_token_id
+    if pad is None:
+        pad = eos if eos is not None else 0
+    return bos, eos, pad
+
+
+def _tokenize_in_context(tokenizer: Any, prompt: str, steps: Sequence[str], row: int) -> tuple[list[int], list[int]]:
+    """Token ids of ``prompt + step_1 + … + step_K`` tokenized *as one text*, and the step index of every token.
+
+    With a fast tokenizer the character offsets assign each token to the step holding its last character (a token
+    that straddles a boundary belongs to the later segment; a token ending inside the prompt is prompt). Slow
+    tokenizers (no offsets) fall back to tokenizing each piece on its own.
+    """
+    if getattr(tokenizer, "is_fast", False):
+        text = prompt + "".join(steps)
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ends, e = [], len(prompt)
+        for st in steps:
+            e += len(st)
+            ends.append(e)  # step k covers characters [ends[k-1], ends[k])
+        ids, seg = list(enc["input_ids"]), []
+        for a, b in enc["offset_mapping"]:
+            last = max(b - 1, a)
+            if last < len(prompt):
+                seg.append(-1)
+                continue
+            seg.append(next(k for k, end in enumerate(ends) if last < end))
+        for k in range(len(steps)):
+            if k not in seg:
+                raise PIPAError(f"row {row}: step {k} ({steps[k]!r}) has no token of its own under this tokenizer "
+                                "(it merges into the next step); join it with its neighbour")
+        return ids, seg
+    ids, seg = _ids(tokenizer, prompt), []
+    seg = [-1] * len(ids)
+    for k, st in enumerate(steps):
+        t = _ids(tokenizer, st)
+        if not t:
+            raise PIPAError(f"row {row}: step {k} is empty")
+        ids += t
+        seg += [k] * len(t)
+    return ids, seg
+
+
 def encode_batch(tokenizer: Any, prompts: Sequence[str], steps: Sequence[Sequence[str]],
                  labels: Sequence[Sequence[int]] | None = None, *, max_length: int) -> EncodedBatch:
-    """Encode ``<s> prompt step_1 … step_K </s>`` rows, right-padded. Raises on overlong rows (no truncation)."""
+    """Encode ``[BOS] prompt step_1 … step_K [EOS]`` rows, right-padded (BOS/EOS where the tokenizer has them).
+
+    Steps are tokenized in context (the whole text at once, see :func:`_tokenize_in_context`), so the ids are the
+    ones the model sees at generation time. Raises on overlong rows (no truncation).
+    """
     if len(prompts) != len(steps):
         raise PIPAError(f"{len(prompts)} prompts but {len(steps)} step lists")
     if labels is not None and len(labels) != len(steps):
         raise PIPAError(f"{len(labels)} label lists but {len(steps)} step lists")
+    bos, eos, pad = special_ids(tokenizer)
     rows, segs, vpos = [], [], []
     for i, (p, st) in enumerate(zip(prompts, steps)):
         if not st or all(s == "" for s in st):
             raise PIPAError(f"row {i}: empty completion")
+        if any(s == "" for s in st):
+            raise PIPAError(f"row {i}: step {[s for s in st].index('')} is empty")
         if labels is not None and len(labels[i]) != len(st):
             raise PIPAError(f"row {i}: {len(labels[i])} step labels for {len(st)} steps")
-        ids = [tokenizer.bos_token_id, *_ids(tokenizer, p)]
-        seg = [-1] * len(ids)
-        pos = []
-        for k, s in enumerate(st):
-            pos.append(len(ids) - 1)  # last token of the context before step k
-            t = _ids(tokenizer, s) + ([tokenizer.eos_token_id] if k == len(st) - 1 else [])
-            if not t:
-                raise PIPAError(f"row {i}: step {k} is empty")
-            ids += t
-            seg += [k] * len(t)
+        body, seg = _tokenize_in_context(tokenizer, p, list(st), i)
+        head = [bos] if bos is not None else []
+        ids = head + body + ([eos] if eos is not None else [])
+        seg = [-1] * len(head) + seg + ([len(st) - 1] if eos is not None else [])  # EOS belongs to the last step
+        pos = [seg.index(k) - 1 for k in range(len(st))]  # last token of the context before step k
+        if pos[0] < 0:
+            raise PIPAError(f"row {i}: the value head needs a context token before the completion (empty prompt and "
+                            "a tokenizer without a BOS token)")
         if len(ids) > max_length:
             raise PIPAError(f"row {i} needs {len(ids)} tokens but max_length={max_length} (no silent truncation)")
         rows.append(ids)
         segs.append(seg)
         vpos.append(pos)
     B, T, K = len(rows), max(len(r) for r in rows), max(len(v) for v in vpos)
-    input_ids = torch.full((B, T), tokenizer.pad_token_id, dtype=torch.long)
+    input_ids = torch.full((B, T), pad, dtype=torch.long)
     attn = torch.zeros((B, T), dtype=torch.long)
     segments = torch.full((B, T), -1, dtype=torch.long)
     value_pos = torch.zeros((B, K), dtype=torch.long)

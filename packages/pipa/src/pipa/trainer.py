@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from transformers import Trainer, TrainingArguments
 
-from pipa.losses import VARIANTS, PIPAError, pipa_loss, pipa_m_paired_loss, pipa_n_paired_loss
+from pipa.losses import M_GUARDS, VARIANTS, PIPAError, pipa_loss, pipa_m_paired_loss, pipa_n_paired_loss
 from pipa.model import ValueHeadModel, encode_batch, segment_logps, token_logps, value_logits_at
 
 __all__ = ["PIPAConfig", "PIPATrainer", "detect_format", "normalise_rows"]
@@ -42,7 +42,9 @@ class PIPAConfig(TrainingArguments):
                 "(x, rejected, c=0)) or 'one-positive' (condition on exactly one positive; PIPA-N is then DPO "
                 "at beta 1)."})
     max_length: int = field(default=64, metadata={"help": "Longest <s> prompt completion </s>; longer rows raise."})
-    m_guard: str = field(default="clamp", metadata={"help": "PIPA-M when f·g > p⁰: 'clamp' or 'raise'."})
+    m_guard: str = field(default="barrier", metadata={
+        "help": "PIPA-M where f·g > p⁰·(1−eps): 'barrier' (linear barrier, gradient back into the feasible set), "
+                "'clamp' (old: zero gradient) or 'raise'."})
     prior_rate: float | None = field(default=None, metadata={"help": "Initial g; default: the data's positive rate."})
     remove_unused_columns: bool = field(default=False, metadata={"help": "Must stay False (rows are text)."})
     report_to: Any = field(default="none", metadata={"help": "Logging integrations (default: none)."})
@@ -54,8 +56,8 @@ class PIPAConfig(TrainingArguments):
             raise PIPAError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
         if self.pairing not in PAIRINGS:
             raise PIPAError(f"pairing must be one of {PAIRINGS}, got {self.pairing!r}")
-        if self.m_guard not in ("clamp", "raise"):
-            raise PIPAError(f"m_guard must be 'clamp' or 'raise', got {self.m_guard!r}")
+        if self.m_guard not in M_GUARDS:
+            raise PIPAError(f"m_guard must be one of {M_GUARDS}, got {self.m_guard!r}")
         if self.max_length < 2:
             raise PIPAError(f"max_length must be >= 2, got {self.max_length}")
         if self.prior_rate is not None and not 0 < self.prior_rate < 1:
