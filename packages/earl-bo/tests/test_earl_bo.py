@@ -1,33 +1,353 @@
-"""Tests of the mathematics (REPLACE the example with the paper's): each would fail if the method were wrong."""
+"""Tests of EARL-BO's mathematics: each would fail if the method were wrong (negative controls included)."""
+
+import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
-from earl_bo.config import Config
-from earl_bo.data import make_data
+import torch
+from earl_bo.encoder import SetEncoder
 from earl_bo.errors import EarlBoError
-from earl_bo.method import fit
+from earl_bo.gp_env import GPEnv, fit_gp
+from earl_bo.ppo import clipped_surrogate, gae, normalise, squash, unclipped_surrogate, unsquash
+from earl_bo.turbo import TurboState, trust_region
+
+TINY = dict(episodes=4, off_policy_episodes=2, update_every=2, horizon=2, width=16, heads=2, pretrain_tasks=0,
+            turbo_candidates=64)
 
 
-def test_zero_ridge_equals_least_squares_in_float64():
-    x, y, _ = make_data(50, 4, noise=0.1, seed=0)
-    ref = np.linalg.lstsq(x, y, rcond=None)[0]
-    np.testing.assert_allclose(fit(x, y, ridge=0.0), ref, rtol=1e-10, atol=1e-12)
-    # negative control: a large penalty shrinks the weights away from least squares
-    assert np.linalg.norm(fit(x, y, ridge=100.0)) < 0.9 * np.linalg.norm(ref)
+def _data(n=8, d=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(n, d, generator=g, dtype=torch.float64)
+    y = torch.sin(3 * x).sum(-1) + 0.1 * torch.randn(n, generator=g, dtype=torch.float64)
+    return x, (y - y.mean()) / y.std()
 
 
-def test_noise_free_recovers_the_true_weights_and_is_deterministic():
-    x, y, w = make_data(30, 3, noise=0.0, seed=1)
-    np.testing.assert_allclose(fit(x, y, ridge=0.0), w, atol=1e-10)
-    np.testing.assert_array_equal(make_data(30, 3, noise=0.1, seed=2)[1], make_data(30, 3, noise=0.1, seed=2)[1])
+@pytest.fixture(scope="module")
+def fitted():
+    x, y = _data()
+    model, hyper = fit_gp(x, y)
+    return x, y, model, hyper
 
 
-@pytest.mark.parametrize("field, value", [("n", 0), ("dim", -1), ("noise", float("nan")), ("seeds", 0)])
-def test_bad_config_names_the_field(field, value):
-    with pytest.raises(ValueError, match=field):
-        Config(**{field: value})
+# ---------------------------------------------------------------- encoder
+@pytest.mark.parametrize("n", [1, 200])
+def test_encoder_is_permutation_and_padding_invariant(n):
+    torch.manual_seed(0)
+    enc = SetEncoder(dim=3, width=32, heads=4).eval()
+    x, y = torch.rand(1, n, 3), torch.randn(1, n)
+    z = enc(x, y)
+    perm = torch.randperm(n)
+    np.testing.assert_allclose(enc(x[:, perm], y[:, perm]).detach(), z.detach(), atol=1e-5)
+    xp = torch.cat([x, 5 * torch.randn(1, 7, 3)], 1)  # padded with junk points that the mask hides
+    yp = torch.cat([y, 9 * torch.ones(1, 7)], 1)
+    mask = torch.cat([torch.ones(1, n, dtype=torch.bool), torch.zeros(1, 7, dtype=torch.bool)], 1)
+    np.testing.assert_allclose(enc(xp, yp, mask).detach(), z.detach(), atol=1e-5)
+    # negative controls: without the mask the junk points change the code; so does changing one real point
+    assert (enc(xp, yp) - z).abs().max() > 1e-3
+    y2 = y.clone()
+    y2[0, 0] += 1.0
+    assert (enc(x, y2) - z).abs().max() > 1e-4
 
 
-def test_bad_data_refused():
-    with pytest.raises(EarlBoError, match="finite"):
-        fit(np.array([[np.nan]]), np.array([1.0]), ridge=0.0)
+# ---------------------------------------------------------------- GP environment
+def test_kernel_matches_gpytorch(fitted):
+    x, _, model, hyper = fitted
+    ref = model.covar_module(x, x[:3]).to_dense().detach()
+    np.testing.assert_allclose(hyper.kernel(x, x[:3]), ref, rtol=1e-10, atol=1e-12)
+
+
+def test_incremental_conditioning_equals_a_fresh_posterior_in_float64(fitted):
+    x, y, model, hyper = fitted
+    env = GPEnv(x, y, hyper, horizon=3, jitter=0.0, seed=0)
+    g = torch.Generator().manual_seed(1)
+    xn, yn = torch.rand(3, 3, generator=g, dtype=torch.float64), torch.randn(3, generator=g, dtype=torch.float64)
+    for i in range(3):
+        env.condition(xn[i:i + 1], yn[i:i + 1])
+    xq = torch.rand(1, 5, 3, generator=g, dtype=torch.float64)
+    mu, var = env.posterior(xq)
+    fresh = GPEnv(torch.cat([x, xn]), torch.cat([y, yn]), hyper, horizon=1, jitter=0.0)  # a full factorisation
+    mu_f, var_f = fresh.posterior(xq)
+    np.testing.assert_allclose(mu, mu_f, atol=1e-8)
+    np.testing.assert_allclose(var, var_f, atol=1e-8)
+    # and botorch's posterior of the same GP (same hyper-parameters) conditioned on the same points
+    model.posterior(x[:1])  # botorch builds its caches on a first prediction
+    m2 = model.condition_on_observations(xn, yn.unsqueeze(-1))
+    with torch.no_grad():
+        post = m2.posterior(xq[0])
+    np.testing.assert_allclose(mu[0], post.mean.squeeze(-1), atol=1e-8)
+    np.testing.assert_allclose(var[0], post.variance.squeeze(-1), atol=1e-8)
+    # negative control: the posterior before conditioning differs
+    assert (GPEnv(x, y, hyper, horizon=1).posterior(xq)[0] - mu).abs().max() > 1e-3
+
+
+def test_reset_gives_dk_and_same_seed_same_episode(fitted):
+    x, y, _, hyper = fitted
+    a = torch.rand(2, 3, 3, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+
+    def episode(seed):
+        env = GPEnv(x, y, hyper, horizon=3, batch=2, seed=seed)
+        xs, ys = env.reset()
+        assert torch.equal(xs[0], x) and torch.equal(ys[1], y)
+        rs = []
+        for t in range(3):
+            (xs, ys), r, done = env.step(a[:, t])
+            assert xs.shape == (2, 8 + t + 1, 3) and done == (t == 2)
+            rs.append(r)
+        return ys, torch.stack(rs, -1)
+
+    y1, r1 = episode(0)
+    y2, r2 = episode(0)
+    assert torch.equal(y1, y2) and torch.equal(r1, r2)
+    assert not torch.equal(episode(1)[0], y1)  # negative control: another seed, another episode
+
+
+def test_rewards_are_nonnegative_and_telescope_to_the_incumbent_improvement(fitted):
+    x, y, _, hyper = fitted
+    env = GPEnv(x, y, hyper, horizon=4, batch=64, seed=0)
+    env.reset()
+    g = torch.Generator().manual_seed(0)
+    rewards = []
+    for _ in range(4):
+        _, r, _ = env.step(torch.rand(64, 3, generator=g, dtype=torch.float64))
+        rewards.append(r)
+    r = torch.stack(rewards, -1)
+    assert (r >= 0).all() and (r > 0).any()
+    improvement = env.y.max(-1).values - y.max()
+    assert torch.equal(r.sum(-1), improvement) or torch.allclose(r.sum(-1), improvement, rtol=0, atol=1e-15)
+    # negative control: the raw differences y_{t+1} - y* (no max(., 0)) do not telescope to it
+    raw = env.y[:, 8:] - y.max()
+    assert not torch.allclose(raw.sum(-1), improvement)
+
+
+def test_mc_one_step_reward_equals_analytic_ei(fitted):
+    from botorch.acquisition import ExpectedImprovement
+
+    x, y, model, hyper = fitted
+    xq = torch.tensor([[0.3, 0.7, 0.5]], dtype=torch.float64)
+    env = GPEnv(x, y, hyper, horizon=1, batch=20000, seed=0)
+    env.reset()
+    _, r, _ = env.step(xq.expand(20000, 3))
+    mean, se = float(r.mean()), float(r.std() / math.sqrt(r.numel()))
+    with torch.no_grad():
+        ei = float(ExpectedImprovement(model, best_f=float(y.max()))(xq.unsqueeze(0)))
+        ei_wrong = float(ExpectedImprovement(model, best_f=float(y.max()) - 0.5)(xq.unsqueeze(0)))
+    assert abs(mean - ei) < 3 * se, (mean, ei, se)
+    assert abs(mean - ei_wrong) > 3 * se  # negative control: another incumbent, another EI
+
+
+# ---------------------------------------------------------------- PPO pieces
+def test_clipped_equals_unclipped_inside_the_trust_interval():
+    g = torch.Generator().manual_seed(0)
+    old = torch.randn(50, generator=g)
+    adv = torch.randn(50, generator=g)
+    new = old + torch.empty(50).uniform_(-0.15, 0.15, generator=g)  # ratio in [0.86, 1.16] ⊂ [0.8, 1.2]
+    assert torch.allclose(clipped_surrogate(new, old, adv, clip=0.2), unclipped_surrogate(new, old, adv))
+    far = old + torch.where(adv > 0, 1.0, -1.0)  # ratios e or 1/e in the direction that clipping caps
+    assert not torch.allclose(clipped_surrogate(far, old, adv, clip=0.2), unclipped_surrogate(far, old, adv))
+
+
+def test_gae_with_gamma_lambda_one_is_return_minus_value_and_normalisation():
+    g = torch.Generator().manual_seed(0)
+    r, v = torch.rand(5, 4, generator=g), torch.randn(5, 4, generator=g)
+    adv, ret = gae(r, v, gamma=1.0, lam=1.0)
+    returns = r.flip(-1).cumsum(-1).flip(-1)  # G_t = sum_{l >= t} r_l
+    assert torch.allclose(adv, returns - v, atol=1e-6) and torch.allclose(ret, returns, atol=1e-6)
+    adv95, _ = gae(r, v, gamma=1.0, lam=0.95)
+    assert not torch.allclose(adv95, returns - v, atol=1e-4)  # negative control
+    a = normalise(torch.randn(100, generator=g) * 3 + 2)
+    assert abs(float(a.mean())) < 1e-6 and abs(float(a.std()) - 1) < 1e-4
+
+
+def test_squash_roundtrip_and_actions_in_bounds():
+    a = torch.rand(1000, 4)
+    assert torch.allclose(squash(unsquash(a)), a.clamp(1e-4, 1 - 1e-4), atol=1e-6)
+    u = torch.randn(1000, 4) * 50
+    assert ((squash(u) >= 0) & (squash(u) <= 1)).all()
+
+
+# ---------------------------------------------------------------- TuRBO
+def test_turbo_length_doubles_halves_caps_and_restarts():
+    s = TurboState(dim=2, best_value=0.0)
+    assert s.failure_tolerance == 4
+    for i in range(10):
+        s.update(1.0 + i)
+    assert s.length == pytest.approx(1.6)  # 0.8 doubled
+    for i in range(10):
+        s.update(100.0 + i)
+    assert s.length == pytest.approx(1.6)  # capped at length_max
+    for _ in range(4):
+        s.update(-5.0)
+    assert s.length == pytest.approx(0.8)  # halved after 4 failures
+    for _ in range(4 * 7):
+        s.update(-5.0)
+    assert s.length < s.length_min and s.restart
+    s2 = TurboState(dim=2, best_value=0.0)
+    for _ in range(3):
+        s2.update(-1.0)
+    assert s2.length == pytest.approx(0.8) and not s2.restart  # negative control: 3 failures change nothing
+    lb, ub = trust_region(torch.full((2,), 0.5), torch.tensor([1.0, 1.0]), 0.2)
+    assert torch.allclose(ub - lb, torch.full((2,), 0.2))
+
+
+def test_first_off_policy_episodes_use_turbo_actions(fitted):
+    from earl_bo.earl import EARLBO
+
+    x, y, _, hyper = fitted
+    agent = EARLBO(np.array([[0.0] * 3, [1.0] * 3]), seed=0, **{**TINY, "episodes": 6, "off_policy_episodes": 3,
+                                                                 "update_every": 2})
+    agent.train_on(x, y, hyper, turbo_length=0.05)
+    assert agent.episode_kinds == ["turbo"] * 3 + ["policy"] * 3
+    env = GPEnv(x, y, hyper, horizon=2, batch=4, seed=0)
+    ro = agent.rollout(env, torch.tensor([True, True, False, False]), turbo_length=0.05)
+    a = squash(ro.u[:, 0]).double()
+    lb, ub = trust_region(x[y.argmax()], hyper.lengthscale, 0.05)
+    inside = ((a >= lb - 1e-3) & (a <= ub + 1e-3)).all(-1)
+    assert inside[:2].all()  # TuRBO actions lie in the small trust region around the incumbent
+    assert not inside[2:].all()  # negative control: the policy's actions do not
+
+
+def test_update_trains_encoder_actor_and_critic_end_to_end(fitted):
+    from earl_bo.earl import EARLBO
+
+    x, y, _, hyper = fitted
+    agent = EARLBO(np.array([[0.0] * 3, [1.0] * 3]), seed=0, **{**TINY, "off_policy_episodes": 0})
+    agent._new_agent()
+    before = {k: v.detach().clone() for k, v in agent.agent.named_parameters()}
+    env = GPEnv(x, y, hyper, horizon=2, batch=4, seed=0)
+    agent.update(agent.rollout(env, torch.zeros(4, dtype=torch.bool), turbo_length=0.8))
+    unchanged = [k for k, v in agent.agent.named_parameters() if torch.equal(v, before[k])]
+    assert not [k for k in unchanged if k.startswith("encoder.")], unchanged
+
+
+# ---------------------------------------------------------------- the driver
+def test_suggest_in_bounds_and_deterministic():
+    from earl_bo.earl import EARLBO
+
+    bounds = np.array([[-2.0, 0.0], [3.0, 10.0]])
+    rng = np.random.default_rng(0)
+    X = bounds[0] + rng.random((6, 2)) * (bounds[1] - bounds[0])
+    y = -((X - 1.0) ** 2).sum(1)
+    a = EARLBO(bounds, seed=3, **{**TINY, "pretrain_tasks": 1}).suggest(X, y)
+    b = EARLBO(bounds, seed=3, **{**TINY, "pretrain_tasks": 1}).suggest(X, y)
+    assert a.shape == (2,) and ((a >= bounds[0]) & (a <= bounds[1])).all()
+    np.testing.assert_array_equal(a, b)
+
+
+def test_optimize_runs_and_improves_the_best_so_far():
+    from earl_bo.bo import optimize
+    from earl_bo.objectives import make_objective
+
+    obj = make_objective("branin", 2)
+    for method in ("earl-bo", "logei", "turbo", "sobol"):
+        r = optimize(obj.f, obj.bounds, n_init=4, budget=2, method=method, seed=0,
+                     options=TINY if method == "earl-bo" else None)
+        assert r.X.shape == (6, 2) and (np.diff(r.best) >= 0).all()
+        assert ((r.X >= obj.bounds[0]) & (r.X <= obj.bounds[1])).all()
+
+
+@pytest.mark.slow
+def test_lookahead_baseline_runs():
+    from earl_bo.bo import optimize
+    from earl_bo.objectives import make_objective
+
+    obj = make_objective("branin", 2)
+    r = optimize(obj.f, obj.bounds, n_init=4, budget=1, method="msl", seed=0)
+    assert r.X.shape == (5, 2)
+
+
+# ---------------------------------------------------------------- bad input
+B = np.array([[0.0, 0.0], [1.0, 1.0]])
+X2 = np.array([[0.1, 0.2], [0.5, 0.5], [0.9, 0.3]])
+
+
+@pytest.mark.parametrize("bounds, match", [
+    (np.array([[0.0, 1.0], [1.0, 1.0]]), "lb must be < ub"),
+    (np.array([0.0, 1.0]), "shape"),
+    (np.zeros((3, 2)), "shape"),
+])
+def test_bad_bounds(bounds, match):
+    from earl_bo.earl import EARLBO
+
+    with pytest.raises(EarlBoError, match=match):
+        EARLBO(bounds)
+
+
+@pytest.mark.parametrize("X, y, match", [
+    (X2 + 1.0, [1.0, 2.0, 3.0], "outside the bounds"),
+    (X2, [1.0, 2.0], "lengths differ"),
+    (X2, [1.0, float("nan"), 3.0], "finite"),
+    (X2[:1], [1.0], "at least 2"),
+    (np.ones((3, 3)) * 0.5, [1.0, 2.0, 3.0], "dimension"),
+])
+def test_bad_data(X, y, match):
+    from earl_bo.earl import EARLBO
+
+    with pytest.raises(EarlBoError, match=match):
+        EARLBO(B, **TINY).suggest(X, y)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"horizon": 0}, "horizon"), ({"episodes": 0}, "episodes"), ({"update_every": 0}, "update_every"),
+    ({"episodes": 4, "off_policy_episodes": 5}, "off_policy_episodes"),
+])
+def test_bad_agent_settings(kw, match):
+    from earl_bo.earl import EARLBO
+
+    with pytest.raises(EarlBoError, match=match):
+        EARLBO(B, **kw)
+
+
+def test_bad_optimize_inputs():
+    from earl_bo.bo import optimize
+    from earl_bo.objectives import make_objective
+
+    with pytest.raises(EarlBoError, match="budget"):
+        optimize(lambda x: 0.0, B, budget=0)
+    with pytest.raises(EarlBoError, match="n_init"):
+        optimize(lambda x: 0.0, B, n_init=1)
+    with pytest.raises(EarlBoError, match=r"not finite\) at x = \["):
+        optimize(lambda x: float("nan"), B, n_init=2, budget=1, method="sobol")
+    with pytest.raises(EarlBoError, match="unknown benchmark"):
+        make_objective("nope", 2)
+    with pytest.raises(EarlBoError, match="unknown method"):
+        optimize(lambda x: 0.0, B, method="nope")
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["optimize", "--benchmark", "nope"], "--benchmark"),
+    (["optimize", "--budget", "0"], "--budget"),
+    (["optimize", "--n-init", "1"], "--n-init"),
+    (["optimize", "--agent.horizon", "0"], "--agent.horizon"),
+    (["optimize", "--agent.episodes", "4", "--agent.off-policy-episodes", "5"], "off-policy-episodes"),
+    (["optimize", "--benchmark", "branin", "--dim", "5"], "--dim"),
+    (["benchmark", "--methods", "earl-bo", "nope"], "nope"),
+])
+def test_cli_bad_input_exits_2_and_writes_nothing(argv, needle, tmp_path, capsys):
+    from earl_bo.cli import main
+
+    out = tmp_path / "never"
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and needle in err and "Traceback" not in err
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------- README
+def test_readme_quickstart_runs():
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert blocks, "README has no python block"
+    exec(compile(blocks[0], "README.md", "exec"), {})
+
+
+def test_objectives_known_optimum_and_shifted_box():
+    from earl_bo.objectives import make_objective
+
+    obj = make_objective("ackley", 5)
+    assert abs(obj.f(np.zeros(5)) - obj.optimum) < 1e-9 and obj.f(np.ones(5)) < obj.optimum - 1
+    sh = make_objective("levy", 5, shift=0.2, seed=3)
+    assert not np.allclose(sh.bounds, obj.bounds * 10 / 32.768)  # moved
+    assert ((sh.bounds[0] < 1.0) & (sh.bounds[1] > 1.0)).all()  # Levy's optimum x = 1 stays inside
+    assert abs(sh.f(np.ones(5)) - sh.optimum) < 1e-9

@@ -8,9 +8,17 @@ from icml25.lazy import lazy_exports
 __version__ = "0.1.0"
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "EARLBO": "earl_bo.earl",
+    "optimize": "earl_bo.bo",
+    "METHODS": "earl_bo.bo",
+    "Result": "earl_bo.bo",
+    "SetEncoder": "earl_bo.encoder",
+    "GPEnv": "earl_bo.gp_env",
+    "GPHyper": "earl_bo.gp_env",
+    "fit_gp": "earl_bo.gp_env",
+    "ActorCritic": "earl_bo.ppo",
+    "TurboState": "earl_bo.turbo",
+    "make_objective": "earl_bo.objectives",
     "Config": "earl_bo.config",
-    "fit": "earl_bo.method",
-    "predict": "earl_bo.method",
-    "make_data": "earl_bo.data",
     "EarlBoError": "earl_bo.errors",
 })

@@ -1,44 +1,146 @@
-"""Command line of earl-bo: ``earl-bo fit ... | reproduce [--quick]``."""
+"""Command line of earl-bo: ``earl-bo optimize | benchmark | reproduce [--quick|--smoke]``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
-from earl_bo.config import Config, cpu
+from earl_bo.config import AgentConfig, cpu
 from earl_bo.registry import METHOD
+
+Method = str
+Benchmark = str
+
+
+def _check(opts) -> None:
+    from earl_bo.errors import EarlBoError
+    from earl_bo.objectives import FIXED_DIMS, NAMES
+
+    opts.agent.check()
+
+    if opts.benchmark not in NAMES:
+        raise EarlBoError(f"--benchmark must be one of {', '.join(NAMES)}, got {opts.benchmark!r}")
+    if opts.benchmark in FIXED_DIMS and opts.dim not in FIXED_DIMS[opts.benchmark]:
+        raise EarlBoError(f"--dim must be one of {FIXED_DIMS[opts.benchmark]} for {opts.benchmark!r}, got {opts.dim}")
+    if opts.benchmark not in FIXED_DIMS and opts.dim < 2:
+        raise EarlBoError(f"--dim must be >= 2, got {opts.dim}")
+    if opts.n_init < 2:
+        raise EarlBoError(f"--n-init must be >= 2 (the GP needs 2 points), got {opts.n_init}")
+    if opts.budget < 1:
+        raise EarlBoError(f"--budget must be >= 1, got {opts.budget}")
+    from earl_bo.bo import METHODS
+
+    for m in getattr(opts, "methods", None) or (opts.method,):
+        if m not in METHODS:
+            raise EarlBoError(f"--method(s) must be among {', '.join(METHODS)}, got {m!r}")
 
 
 @dataclass(frozen=True)
-class FitOptions(CommonOptions):
-    """Fit the method on generated data and write the run directory."""
+class OptimizeOptions(CommonOptions):
+    """Maximise one benchmark function with one method; writes result.json (queries, values, best so far)."""
 
-    config: Config = cpu()
-    """The method's configuration."""
+    benchmark: Benchmark = "ackley"
+    """Objective: ackley, levy, rosenbrock, hartmann, branin (botorch, negated) or hpo-digits (needs scikit-learn)."""
+    dim: int = 5
+    """Dimension d (hartmann: 3, 4 or 6; branin: 2; hpo-digits: 5)."""
+    n_init: int = 5
+    """Initial Sobol points (>= 2)."""
+    budget: int = 10
+    """BO queries after the initial design (>= 1)."""
+    method: Method = "earl-bo"
+    """earl-bo (H=3), earl-bo-h1, earl-bo-no-turbo, or a baseline: sobol, logei, turbo, msl (2-step lookahead)."""
+    agent: AgentConfig = cpu()
+    """EARL-BO's agent (ignored by the baselines)."""
 
 
-def fit_command(opts: FitOptions) -> int:
-    from icml25.registry import default_out
-    from icml25.rundir import RunDir
+def optimize_command(opts: OptimizeOptions) -> int:
+    _check(opts)
+    import json
 
-    out = opts.out if opts.out is not None else default_out(METHOD.name)
-    with RunDir(out, overwrite=opts.overwrite, staged=True) as rd:  # --out is checked before anything is written
-        from earl_bo.data import make_data
-        from earl_bo.method import fit
+    from earl_bo.bo import optimize
+    from earl_bo.objectives import make_objective
 
-        x, y, w_true = make_data(opts.config.n, opts.config.dim, noise=opts.config.noise, seed=opts.seed)
-        w = fit(x, y, ridge=opts.config.ridge)
-        rd.write_config(asdict(opts))
-        rd.write_json("fit.json", {"weight_error": float(((w - w_true) ** 2).sum() ** 0.5)})
+    obj = make_objective(opts.benchmark, opts.dim)
+    rd = open_run_dir(METHOD.name, opts)
+    rd.write_config(asdict(opts))
+    rd.write_env(device="cpu")
+    opts_agent = opts.agent.kwargs() if opts.method.startswith("earl-bo") else None
+    r = optimize(obj.f, obj.bounds, n_init=opts.n_init, budget=opts.budget, method=opts.method, seed=opts.seed,
+                 options=opts_agent, callback=lambda i, x, v: rd.log(i, value=v, x=x.tolist()))
+    summary = {"benchmark": obj.name, "method": opts.method, "best": float(r.y.max()), "x_best": r.x_best.tolist(),
+               "simple_regret": None if obj.optimum is None else float(obj.optimum - r.y.max()),
+               "best_so_far": r.best.tolist(), "X": r.X.tolist(), "y": r.y.tolist(), "seconds_per_query": r.seconds}
+    rd.write_json("result.json", summary)
     if not opts.quiet:
+        print(json.dumps({k: summary[k] for k in ("benchmark", "method", "best", "simple_regret")}))
+        print(f"written to {rd.target}")
+    return 0
+
+
+@dataclass(frozen=True)
+class BenchmarkOptions(CommonOptions):
+    """Run several methods side by side on one benchmark (same initial design per seed); writes results.json and
+    a best-so-far plot."""
+
+    benchmark: Benchmark = "ackley"
+    """Objective: ackley, levy, rosenbrock, hartmann, branin or hpo-digits."""
+    dim: int = 5
+    """Dimension d."""
+    n_init: int = 5
+    """Initial Sobol points (>= 2)."""
+    budget: int = 10
+    """BO queries after the initial design (>= 1)."""
+    methods: tuple[Method, ...] = ("earl-bo", "logei", "turbo", "sobol")
+    """Methods to compare (earl-bo, earl-bo-h1, earl-bo-no-turbo, sobol, logei, turbo, msl)."""
+    seeds: int = 3
+    """Seeds (seed, seed + 1, ...)."""
+    agent: AgentConfig = cpu()
+    """EARL-BO's agent."""
+
+
+def benchmark_command(opts: BenchmarkOptions) -> int:
+    _check(opts)
+    from earl_bo.errors import EarlBoError
+
+    if opts.seeds < 1:
+        raise EarlBoError(f"--seeds must be >= 1, got {opts.seeds}")
+    if not opts.methods:
+        raise EarlBoError("--methods must name at least one method")
+    import numpy as np
+    from icml25.plots import learning_curves
+
+    from earl_bo.bo import optimize
+    from earl_bo.objectives import make_objective
+
+    obj = make_objective(opts.benchmark, opts.dim)
+    rd = open_run_dir(METHOD.name, opts)
+    rd.write_config(asdict(opts))
+    rd.write_env(device="cpu")
+    curves, rows = {}, []
+    for m in opts.methods:
+        runs = [optimize(obj.f, obj.bounds, n_init=opts.n_init, budget=opts.budget, method=m, seed=opts.seed + s,
+                         options=opts.agent.kwargs() if m.startswith("earl-bo") else None) for s in range(opts.seeds)]
+        best = np.array([r.best for r in runs])
+        curves[m] = best
+        rows.append({"method": m, "final_best_mean": float(best[:, -1].mean()),
+                     "final_best_per_seed": best[:, -1].tolist(),
+                     "seconds_per_query": float(np.mean([np.mean(r.seconds) for r in runs]))})
+        rd.log(len(rows), **rows[-1])
+    learning_curves(curves, rd.path / "best_so_far.png", xlabel="queries after the initial design",
+                    ylabel="best value so far", title=obj.name)
+    rd.write_json("results.json", {"benchmark": obj.name, "optimum": obj.optimum, "methods": rows})
+    if not opts.quiet:
+        for r in rows:
+            print(f"{r['method']:>18}: best {r['final_best_mean']:.4g}  ({r['seconds_per_query']:.2f} s/query)")
         print(f"written to {rd.target}")
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     return method_main(METHOD, {
-        "fit": (FitOptions, fit_command),
+        "optimize": (OptimizeOptions, optimize_command),
+        "benchmark": (BenchmarkOptions, benchmark_command),
         "reproduce": (ReproduceOptions, reproduce_command(METHOD)),
     }, argv=argv)

@@ -1,45 +1,123 @@
-"""Configuration of earl-bo: one frozen dataclass per concern, named presets, and the reproduce budgets.
+"""Configuration of earl-bo: the agent's settings, the reproduce budgets and presets.
 
-The CLI is generated from these dataclasses (tyro); the field docstrings are the help text.
-REPLACE the example fields with the method's own (keep the presets and the budgets).
+The CLI is generated from these dataclasses (tyro); the field docstrings are the help text. The paper publishes no
+default hyper-parameters: :func:`paper` holds this package's reading of Algorithm 1 (H = 3, E = 64, E_off = 16,
+U = 8), :func:`cpu` the smaller agent the CPU-scale reproduction runs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import math
+from dataclasses import asdict, dataclass, replace
 
 from icml25.errors import check_non_negative, check_positive
 from icml25.experiment import Budgets
 
+from earl_bo.errors import EarlBoError
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """EARL-BO's agent and its training at every real BO iteration (Algorithm 1)."""
+
+    horizon: int = 3
+    """H: imagined steps per episode (the lookahead)."""
+    episodes: int = 64
+    """E: imagined episodes per real BO iteration."""
+    off_policy_episodes: int = 16
+    """E_off: the first episodes follow TuRBO-1 and are learned by advantage-weighted cloning (0 = no TuRBO stage)."""
+    update_every: int = 8
+    """U: episodes per update (simulated together as one batch)."""
+    width: int = 64
+    """Encoder width (phi, attention, rho)."""
+    heads: int = 4
+    """Attention heads (must divide width)."""
+    blocks: int = 1
+    """Self-attention blocks of the encoder."""
+    lr: float = 3e-4
+    """Adam learning rate."""
+    clip: float = 0.2
+    """PPO clip epsilon."""
+    epochs: int = 4
+    """Gradient epochs per update."""
+    gae_lambda: float = 0.95
+    """GAE lambda (gamma = 1: finite horizon)."""
+    min_std: float = 0.05
+    """Minimum standard deviation of the Gaussian policy (pre-squash)."""
+    pretrain_tasks: int = 4
+    """GP-prior tasks of multi-task pre-training before the first real iteration (0 = none)."""
+    warm_start: bool = True
+    """Keep the agent from one real iteration to the next (fine-tuning) instead of a fresh agent each time."""
+
+    def check(self, prefix: str = "--agent.") -> None:
+        """Refuse bad settings, naming the flag (called by the commands; ``EARLBO`` checks its arguments too)."""
+        check_positive(self, "horizon", "episodes", "update_every", "width", "heads", "blocks", "epochs", prefix=prefix)
+        check_non_negative(self, "off_policy_episodes", "pretrain_tasks", prefix=prefix)
+        for name in ("lr", "clip", "min_std"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise EarlBoError(f"{prefix}{name.replace('_', '-')} must be a finite number > 0, got {v!r}")
+        if not (math.isfinite(self.gae_lambda) and 0 <= self.gae_lambda <= 1):
+            raise EarlBoError(f"{prefix}gae-lambda must be in [0, 1], got {self.gae_lambda!r}")
+        if self.off_policy_episodes > self.episodes:
+            raise EarlBoError(f"{prefix}off-policy-episodes (E_off={self.off_policy_episodes}) must be <= {prefix}episodes "
+                              f"(E={self.episodes})")
+        if self.width % self.heads:
+            raise EarlBoError(f"{prefix}width ({self.width}) must be divisible by {prefix}heads ({self.heads})")
+
+    def kwargs(self) -> dict:
+        """Keyword arguments of :class:`earl_bo.EARLBO`."""
+        return asdict(self)
+
+
+def paper() -> AgentConfig:
+    """This package's reading of the paper (no defaults are published): H = 3, E = 64, E_off = 16, U = 8."""
+    return AgentConfig()
+
+
+def cpu() -> AgentConfig:
+    """The CPU-scale agent of ``reproduce``: E = 24 episodes (E_off = 8), one pre-training task, learning rate 1e-3
+    (fewer gradient steps per real iteration than the paper's reading, so larger ones)."""
+    return replace(paper(), episodes=24, off_policy_episodes=8, pretrain_tasks=1, lr=1e-3)
+
 
 @dataclass(frozen=True)
 class Config:
-    """Example method (ridge regression on data with a known ground truth)."""
+    """Budget of one ``reproduce`` run."""
 
-    n: int = 400
-    """Training examples."""
-    dim: int = 8
-    """Input dimension."""
-    noise: float = 0.1
-    """Noise standard deviation of the targets."""
-    ridge: float = 1e-3
-    """Ridge penalty lambda of the closed form w = (X^T X + lambda I)^-1 X^T y."""
     seeds: int = 5
-    """Seeds of a reproduce run."""
+    """Seeds (each seed: its own initial design, agent and imagined episodes; the same for every method)."""
+    benchmarks: tuple[str, ...] = ("ackley-5", "levy-5", "ackley-10")
+    """Functions of the main comparison (name-dimension)."""
+    ablation: tuple[str, ...] = ("ackley-5",)
+    """Functions of the ablations (H = 1, no TuRBO stage) and of the 2-step lookahead baseline."""
+    init_per_dim: float = 1.0
+    """Initial Sobol points per dimension (at least 4)."""
+    budget: int = 8
+    """BO queries after the initial design."""
+    shift: float = 0.2
+    """Random offset of each function's box per seed (fraction of its side; the same for every method)."""
+    timing_dims: tuple[int, ...] = (2, 5, 10)
+    """Dimensions of the time-per-iteration measurement."""
+    timing_iters: int = 1
+    """Timed iterations per method and dimension (empty timing_dims: only the conditioning speed-up)."""
+    ei_gps: int = 5
+    """Fixed GPs (one per seed) of the H = 1 vs EI-maximum check."""
+    agent: AgentConfig = cpu()
+    """The agent (EARL-BO's settings)."""
+    workers: int = 2
+    """Worker processes of the benchmark jobs (one torch thread each)."""
 
     def __post_init__(self) -> None:
-        check_positive(self, "n", "dim", "seeds")
-        check_non_negative(self, "noise", "ridge")
+        check_positive(self, "seeds", "budget", "timing_iters", "workers")
+        self.agent.check()
 
 
-def paper() -> Config:
-    """The paper's settings."""
-    return Config()
-
-
-def cpu() -> Config:
-    """Our CPU-scale settings."""
-    return replace(paper(), n=200)
-
-
-BUDGETS = Budgets(smoke=replace(cpu(), n=50, seeds=1), quick=replace(cpu(), seeds=3), full=replace(paper(), seeds=5))
+BUDGETS = Budgets(
+    smoke=Config(seeds=1, benchmarks=("branin-2",), ablation=(), budget=2, timing_dims=(), timing_iters=1,
+                 ei_gps=1, workers=1,
+                 agent=replace(cpu(), episodes=4, off_policy_episodes=2, update_every=2, horizon=2, pretrain_tasks=1)),
+    quick=Config(seeds=3, benchmarks=("ackley-5",), ablation=("ackley-5",), budget=5, timing_dims=(2, 5),
+                 timing_iters=1, ei_gps=3, agent=replace(cpu(), episodes=16, off_policy_episodes=8)),
+    full=Config(),
+)

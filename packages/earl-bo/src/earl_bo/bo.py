@@ -1,0 +1,124 @@
+"""The BO loop shared by EARL-BO and every baseline: the same Sobol initial design, budget and seed for all.
+
+``optimize(objective, bounds, *, n_init, budget, method, seed)`` evaluates ``n_init`` scrambled Sobol points (seeded:
+the same for every method), then ``budget`` queries of ``method``; it returns the data, the best-so-far curve and the
+time per iteration. Maximisation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from earl_bo.earl import EARLBO, check_bounds
+from earl_bo.errors import EarlBoError
+from earl_bo.gp_env import DTYPE
+
+METHODS = ("earl-bo", "earl-bo-h1", "earl-bo-no-turbo", "sobol", "logei", "turbo", "msl")
+"""EARL-BO (H = 3), EARL-BO with H = 1, EARL-BO without the TuRBO stage, and the baselines."""
+
+
+@dataclass
+class Result:
+    """``X [n_init + budget, d]``, ``y [n_init + budget]``, best-so-far ``best [budget + 1]`` (after the initial
+    design, then after each query) and wall seconds per query."""
+
+    method: str
+    X: np.ndarray
+    y: np.ndarray
+    best: np.ndarray
+    seconds: list[float] = field(default_factory=list)
+
+    @property
+    def x_best(self) -> np.ndarray:
+        return self.X[int(np.argmax(self.y))]
+
+
+def initial_design(bounds: np.ndarray, n: int, *, seed: int) -> np.ndarray:
+    """``n`` scrambled Sobol points in the box, ``[n, d]`` (the same for every method at a given seed)."""
+    from torch.quasirandom import SobolEngine
+
+    lb, ub = bounds
+    u = SobolEngine(bounds.shape[1], scramble=True, seed=seed).draw(n).to(DTYPE).numpy()
+    return lb + u * (ub - lb)
+
+
+def make_strategy(method: str, bounds: np.ndarray, *, seed: int, options: dict[str, Any] | None = None):
+    """A ``suggest(X, y) -> x`` object in the original box for ``method`` (one of :data:`METHODS`)."""
+    from earl_bo import baselines
+
+    opts = dict(options or {})
+    d = bounds.shape[1]
+    if method.startswith("earl-bo"):
+        if method == "earl-bo-h1":
+            opts["horizon"] = 1
+        elif method == "earl-bo-no-turbo":
+            opts["off_policy_episodes"] = 0
+        return EARLBO(bounds, seed=seed, **opts)
+    classes = {"sobol": baselines.Sobol, "logei": baselines.LogEI, "turbo": baselines.Turbo,
+               "msl": baselines.MultiStepLookahead}
+    if method not in classes:
+        raise EarlBoError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    return _UnitCube(classes[method](d, seed=seed, **opts), bounds)
+
+
+class _UnitCube:
+    """Wraps a unit-cube strategy to take and return points in the original box."""
+
+    def __init__(self, inner, bounds: np.ndarray) -> None:
+        self.inner, self.bounds = inner, bounds
+
+    def suggest(self, X, y) -> np.ndarray:
+        lb, ub = self.bounds
+        xu = torch.as_tensor((np.asarray(X) - lb) / (ub - lb), dtype=DTYPE).clamp(0, 1)
+        a = self.inner.suggest(xu, torch.as_tensor(np.asarray(y), dtype=DTYPE)).reshape(-1).clamp(0, 1)
+        return lb + a.numpy() * (ub - lb)
+
+
+def _evaluate(objective: Callable[[np.ndarray], float], x: np.ndarray) -> float:
+    v = objective(x)
+    try:
+        v = float(v)
+    except (TypeError, ValueError) as exc:
+        raise EarlBoError(f"the objective must return a number, got {type(v).__name__} at x = {x.tolist()}") from exc
+    if not np.isfinite(v):
+        raise EarlBoError(f"the objective returned {v} (not finite) at x = {x.tolist()}")
+    return v
+
+
+def optimize(objective: Callable[[np.ndarray], float], bounds, *, n_init: int = 5, budget: int = 20,
+             method: str = "earl-bo", seed: int = 0, options: dict[str, Any] | None = None,
+             callback: Callable[[int, np.ndarray, float], None] | None = None) -> Result:
+    """Maximise ``objective(x [d]) -> float`` over ``bounds [2, d]`` with ``method`` (:data:`METHODS`).
+
+    ``n_init`` (>= 2) Sobol points, then ``budget`` (>= 1) queries; ``options`` go to the strategy (e.g. EARL-BO's
+    ``episodes``). Raises :class:`~earl_bo.errors.EarlBoError` on bad input or a non-finite objective value.
+    """
+    b = check_bounds(bounds)
+    if isinstance(n_init, bool) or not isinstance(n_init, (int, np.integer)) or n_init < 2:
+        raise EarlBoError(f"n_init must be an integer >= 2 (the GP needs 2 points), got {n_init!r}")
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+        raise EarlBoError(f"budget must be an integer >= 1, got {budget!r}")
+    if method not in METHODS:
+        raise EarlBoError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    strategy = make_strategy(method, b, seed=seed, options=options)
+    X = initial_design(b, int(n_init), seed=seed)
+    y = np.array([_evaluate(objective, x) for x in X])
+    best = [float(y.max())]
+    seconds = []
+    for i in range(int(budget)):
+        t0 = time.perf_counter()
+        x = np.clip(np.asarray(strategy.suggest(X, y), dtype=np.float64).reshape(-1), b[0], b[1])
+        seconds.append(time.perf_counter() - t0)
+        v = _evaluate(objective, x)
+        X = np.vstack([X, x])
+        y = np.append(y, v)
+        best.append(float(y.max()))
+        if callback is not None:
+            callback(i, x, v)
+    return Result(method=method, X=X, y=y, best=np.asarray(best), seconds=seconds)
