@@ -37,17 +37,11 @@ class MLP(nn.Sequential):
 
 
 def mlp(inp: int, hidden: Sequence[int], out: int, *, layer_norm: bool = False) -> MLP:
-    """``Linear -> [LayerNorm] -> Mish`` for each hidden size, then a final ``Linear`` to ``out``."""
-    layers: list[nn.Module] = []
-    d = inp
-    for h in hidden:
-        layers.append(nn.Linear(d, h))
-        if layer_norm:
-            layers.append(nn.LayerNorm(h))
-        layers.append(nn.Mish())
-        d = h
-    layers.append(nn.Linear(d, out))
-    return MLP(*layers)
+    """``Linear -> [LayerNorm] -> Mish`` for each hidden size, then a final ``Linear`` to ``out``
+    (:func:`icml25.nn.mlp`'s layers, run by the fast :class:`MLP` forward)."""
+    from icml25.nn import mlp as shared_mlp
+
+    return MLP(*shared_mlp(inp, list(hidden), out, activation=nn.Mish, layer_norm=layer_norm))
 
 
 class TwinQ(nn.Module):
