@@ -1,33 +1,356 @@
-"""Tests of the mathematics (REPLACE the example with the paper's): each would fail if the method were wrong."""
+"""Tests of SOLD's mathematics: each asserts something that fails if the method were wrong (with a negative control)."""
+
+import math
 
 import numpy as np
 import pytest
-from sold.config import Config
-from sold.data import make_data
+import torch
+from sold.aggregator import SlotAggregationTransformer, alibi_causal_bias
+from sold.data import adjusted_rand_index, collect_episodes, foreground_ari
+from sold.dreamer import (
+    GaussianActorHead,
+    ImaginationLearner,
+    Moments,
+    TwoHot,
+    lambda_returns,
+    symexp,
+    symlog,
+)
+from sold.dynamics import OCVPDynamics
+from sold.envs import PALETTE, ColorReach2D
 from sold.errors import SoldError
-from sold.method import fit
+from sold.savi import SAVi, SlotAttention, frames_to_video
+
+torch.set_num_threads(1)
 
 
-def test_zero_ridge_equals_least_squares_in_float64():
-    x, y, _ = make_data(50, 4, noise=0.1, seed=0)
-    ref = np.linalg.lstsq(x, y, rcond=None)[0]
-    np.testing.assert_allclose(fit(x, y, ridge=0.0), ref, rtol=1e-10, atol=1e-12)
-    # negative control: a large penalty shrinks the weights away from least squares
-    assert np.linalg.norm(fit(x, y, ridge=100.0)) < 0.9 * np.linalg.norm(ref)
+def tiny_savi(**kw):
+    torch.manual_seed(0)
+    args = dict(image_size=16, num_slots=3, slot_dim=8, feat_dim=8, enc_channels=4, enc_layers=2, kernel=3,
+                dec_channels=4, broadcast=4, heads=2, mlp_hidden=8)
+    args.update(kw)
+    return SAVi(**args)
 
 
-def test_noise_free_recovers_the_true_weights_and_is_deterministic():
-    x, y, w = make_data(30, 3, noise=0.0, seed=1)
-    np.testing.assert_allclose(fit(x, y, ridge=0.0), w, atol=1e-10)
-    np.testing.assert_array_equal(make_data(30, 3, noise=0.1, seed=2)[1], make_data(30, 3, noise=0.1, seed=2)[1])
+# ---------------------------------------------------------------- slot attention
+def test_attention_columns_sum_to_one_over_slots_and_rows_after_renormalisation():
+    torch.manual_seed(0)
+    sa = SlotAttention(slot_dim=8, feat_dim=6, mlp_hidden=8)
+    a, a_bar = sa.attention(torch.randn(2, 20, 6), torch.randn(2, 4, 8))
+    torch.testing.assert_close(a.sum(1), torch.ones(2, 20))      # softmax over slots
+    torch.testing.assert_close(a_bar.sum(2), torch.ones(2, 4))   # renormalised over locations
+    assert not torch.allclose(a.sum(2), torch.ones(2, 4))        # negative control: raw rows do not sum to 1
 
 
-@pytest.mark.parametrize("field, value", [("n", 0), ("dim", -1), ("noise", float("nan")), ("seeds", 0)])
-def test_bad_config_names_the_field(field, value):
-    with pytest.raises(ValueError, match=field):
-        Config(**{field: value})
+def test_permuting_initial_slots_permutes_the_outputs():
+    m = tiny_savi()
+    video = torch.rand(2, 3, 3, 16, 16)
+    init = torch.randn(2, 3, 8)
+    perm = torch.tensor([2, 0, 1])
+    s1 = m.encode(video, init_slots=init)
+    s2 = m.encode(video, init_slots=init[:, perm])
+    torch.testing.assert_close(s2, s1[:, :, perm], atol=1e-5, rtol=1e-5)
+    assert (s2 - s1).abs().max() > 1e-3  # negative control: the order did change
 
 
-def test_bad_data_refused():
-    with pytest.raises(SoldError, match="finite"):
-        fit(np.array([[np.nan]]), np.array([1.0]), ridge=0.0)
+def test_slot_attention_invariant_to_joint_permutation_of_locations_and_positions():
+    m = tiny_savi()
+    x = torch.rand(1, 3, 16, 16)
+    h = m.cnn(x).permute(0, 2, 3, 1).flatten(1, 2)                          # [1, N, C] CNN features
+    pos = m.enc_pos.proj(m.enc_pos.grid).flatten(0, 1)                      # [N, C] positional embedding
+    init = m.init_slots.expand(1, -1, -1)
+    perm = torch.randperm(h.shape[1], generator=torch.Generator().manual_seed(0))
+    ref, _ = m.corrector(m.enc_mlp(h + pos), init, 3)
+    joint, _ = m.corrector(m.enc_mlp(h[:, perm] + pos[perm]), init, 3)
+    torch.testing.assert_close(joint, ref, atol=1e-5, rtol=1e-5)
+    only_feat, _ = m.corrector(m.enc_mlp(h[:, perm] + pos), init, 3)        # negative control
+    assert (only_feat - ref).abs().max() > 1e-4
+
+
+# ---------------------------------------------------------------- decoder
+def test_decoder_masks_are_a_partition_and_output_in_unit_interval():
+    m = tiny_savi()
+    slots = torch.randn(2, 3, 3, 8) * 3
+    img, masks = m.decode(slots)
+    assert img.shape == (2, 3, 3, 16, 16) and masks.shape == (2, 3, 3, 16, 16)
+    assert masks.min() >= 0 and img.min() >= 0 and img.max() <= 1
+    torch.testing.assert_close(masks.sum(2), torch.ones(2, 3, 16, 16))
+    _, one = m.decode(slots[:, :, :1])                                      # one slot: the mask is all ones
+    torch.testing.assert_close(one, torch.ones_like(one))
+    assert masks.max() < 1  # negative control: with 3 slots no mask is trivially 1 everywhere
+
+
+# ---------------------------------------------------------------- OCVP dynamics
+def tiny_dyn(**kw):
+    torch.manual_seed(0)
+    return OCVPDynamics(slot_dim=8, action_dim=2, token_dim=16, num_layers=2, heads=2, ff_dim=16, **kw).eval()
+
+
+def test_dynamics_equivariant_to_slot_permutations():
+    d = tiny_dyn()
+    s, a = torch.randn(2, 4, 3, 8), torch.randn(2, 4, 2)
+    perm = torch.tensor([1, 2, 0])
+    torch.testing.assert_close(d(s[:, :, perm], a), d(s, a)[:, :, perm], atol=1e-5, rtol=1e-5)
+    out = d(s, a)
+    assert (out[:, :, perm] - out).abs().max() > 1e-3  # negative control: slots are not all equal
+
+
+def test_dynamics_causal_in_time_and_rollout_shapes():
+    d = tiny_dyn()
+    s, a = torch.randn(2, 5, 3, 8), torch.randn(2, 5, 2)
+    s2, a2 = s.clone(), a.clone()
+    s2[:, 3:] += 1.0
+    a2[:, 3:] += 1.0
+    torch.testing.assert_close(d(s2, a2)[:, :3], d(s, a)[:, :3])
+    assert (d(s2, a2)[:, 3:] - d(s, a)[:, 3:]).abs().max() > 1e-3        # negative control
+    assert d.rollout(s[:, :3], a[:, :4], 2).shape == (2, 2, 3, 8)
+    s3 = s.clone()
+    s3[:, 0] += 1.0                                                          # the past does matter
+    assert (d(s3, a)[:, 2] - d(s, a)[:, 2]).abs().max() > 1e-4
+
+
+def test_dynamics_with_zeroed_output_layer_is_the_identity():
+    d = tiny_dyn()
+    torch.nn.init.zeros_(d.out.weight)
+    torch.nn.init.zeros_(d.out.bias)
+    s, a = torch.randn(2, 4, 3, 8), torch.randn(2, 4, 2)
+    torch.testing.assert_close(d(s, a), s)
+    torch.testing.assert_close(d.rollout(s[:, :2], a[:, :3], 2), s[:, 1:2].expand(2, 2, 3, 8))
+    d2 = tiny_dyn(residual=False)
+    assert (d2(s, a) - s).abs().max() > 1e-2  # negative control: without the residual it is not the identity
+
+
+def test_dynamics_dropout_makes_train_mode_stochastic_only():
+    d = tiny_dyn(dropout=0.5)
+    s, a = torch.randn(1, 3, 3, 8), torch.randn(1, 3, 2)
+    torch.testing.assert_close(d(s, a), d(s, a))
+    d.train()
+    assert (d(s, a) - d(s, a)).abs().max() > 0
+
+
+# ---------------------------------------------------------------- slot aggregation transformer
+def tiny_agg():
+    torch.manual_seed(0)
+    return SlotAggregationTransformer(slot_dim=8, out_dim=5, token_dim=16, num_layers=2, heads=2, ff_dim=16,
+                                      head_hidden=16)
+
+
+def test_aggregator_invariant_to_slot_order_and_causal():
+    g = tiny_agg()
+    s = torch.randn(2, 4, 3, 8)
+    perm = torch.tensor([2, 0, 1])
+    torch.testing.assert_close(g(s[:, :, perm]), g(s), atol=1e-5, rtol=1e-5)
+    s2 = s.clone()
+    s2[:, 2:] += 1.0
+    torch.testing.assert_close(g(s2)[:, :2], g(s)[:, :2])
+    assert (g(s2)[:, 2:] - g(s)[:, 2:]).abs().max() > 1e-4                 # negative control
+    s3 = s.clone()
+    s3[:, 0] += 1.0
+    assert (g(s3)[:, 3] - g(s)[:, 3]).abs().max() > 1e-5                   # later outputs see the past
+    att = g.output_attention_on_slots(s)
+    torch.testing.assert_close(att.sum(-1), torch.ones(2, 4))
+
+
+def test_alibi_bias_values():
+    b = alibi_causal_bias(3, 2, 2)
+    assert b.shape == (2, 6, 6)
+    assert torch.isinf(b[:, 0, 2]).all() and b[0, 2, 0] == -(2 ** -4) and b[1, 4, 0] == -2 * (2 ** -8)
+    assert (b[:, 2, 3] == 0).all()  # same step: no penalty
+
+
+# ---------------------------------------------------------------- TwoHot / symlog
+def test_symexp_inverts_symlog_float64():
+    x = torch.tensor([-1e4, -3.5, -1e-6, 0.0, 2.0, 1e5], dtype=torch.float64)
+    torch.testing.assert_close(symexp(symlog(x)), x, rtol=1e-12, atol=1e-12)
+    assert not torch.allclose(symlog(x), x)
+
+
+def test_twohot_weights_linear_sum_to_one_and_mean():
+    th = TwoHot(11, -5.0, 5.0)                                              # bins at -5, -4, …, 5 (symlog space)
+    on = th.encode(symexp(torch.tensor([2.0], dtype=torch.float64)))
+    assert on[0, 7] == pytest.approx(1.0) and on.sum() == pytest.approx(1.0)
+    w = th.encode(symexp(torch.tensor([2.25], dtype=torch.float64)))[0]
+    assert w[7] == pytest.approx(0.75) and w[8] == pytest.approx(0.25) and (w > 0).sum() == 2
+    assert w.sum() == pytest.approx(1.0)
+    x = torch.tensor([0.3, -7.0, 40.0], dtype=torch.float64)
+    logits = torch.log(th.encode(x).clamp_min(1e-30))                       # peaked at symlog(x)
+    torch.testing.assert_close(th.mean(logits), x, rtol=1e-6, atol=1e-6)
+    # log_prob is maximised when the logits match the target
+    lp_match = th.log_prob(logits, x)
+    lp_other = th.log_prob(torch.zeros_like(logits), x)
+    assert (lp_match > lp_other).all()
+    with pytest.raises(SoldError, match="num_bins"):
+        TwoHot(1)
+
+
+# ---------------------------------------------------------------- λ-returns
+def test_lambda_returns_hand_example_and_special_cases():
+    r = torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float64)
+    v = torch.tensor([[10.0, 20.0, 30.0]], dtype=torch.float64)
+    got = lambda_returns(r, v, gamma=0.96, lam=0.95)
+    torch.testing.assert_close(got, torch.tensor([[30.629, 31.9616, 31.8]], dtype=torch.float64), atol=1e-3,
+                               rtol=0)
+    g = 0.9
+    one = lambda_returns(r, v, gamma=g, lam=1.0)                            # Σ γ^j r + γ^{H−k} V_H
+    want = [1 + g * 2 + g**2 * 3 + g**3 * 30, 2 + g * 3 + g**2 * 30, 3 + g * 30]
+    torch.testing.assert_close(one, torch.tensor([want], dtype=torch.float64))
+    zero = lambda_returns(r, v, gamma=g, lam=0.0)                           # one-step TD targets
+    torch.testing.assert_close(zero, r + g * v)
+    assert not torch.allclose(one, zero)
+    for bad in ({"gamma": 1.5, "lam": 0.5}, {"gamma": 0.5, "lam": -0.1}, {"gamma": float("nan"), "lam": 0.5}):
+        with pytest.raises(SoldError, match="gamma|lam"):
+            lambda_returns(r, v, **bad)
+
+
+def test_moments_scale_and_shift_invariance():
+    m = Moments(decay=0.0)                                                   # converged immediately
+    x = torch.randn(1000, dtype=torch.float64) * 0.1
+    _, s = m(x)
+    assert s >= 1.0
+    wide = Moments(decay=0.0)
+    _, s2 = wide(x * 100)
+    assert s2 > 5
+    v = torch.randn(1000) * 30
+    a, b = Moments(decay=0.0), Moments(decay=0.0)
+    lo1, sc1 = a(v)
+    lo2, sc2 = b(v + 1000)
+    adv1, adv2 = (v - v.mean()) / sc1, ((v + 1000) - (v.mean() + 1000)) / sc2
+    torch.testing.assert_close(adv1, adv2, atol=1e-3, rtol=1e-4)
+    assert abs(float(lo2 - lo1) - 1000) < 1e-2
+
+
+def test_actor_std_and_mean_bounds_and_released_clamp():
+    head = GaussianActorHead(2)
+    raw = torch.linspace(-50, 50, 400).reshape(100, 4)
+    d = head(raw)
+    std, mean = d.base_dist.stddev, d.base_dist.mean
+    assert std.min() >= 0.1 - 1e-7 and std.max() <= 1.0 and mean.abs().max() <= 1.0
+    rel = GaussianActorHead(2, clamp_pre_tanh=True)(torch.tensor([[5.0, -5.0, 0.0, 0.0]])).base_dist.mean
+    torch.testing.assert_close(rel, torch.tensor([[math.tanh(1), -math.tanh(1)]]))
+    assert head(torch.tensor([[5.0, -5.0, 0.0, 0.0]])).base_dist.mean[0, 0] > 0.99  # paper default is not capped
+
+
+# ---------------------------------------------------------------- learning updates
+def test_every_trainable_parameter_changes_in_an_update():
+    from sold.world import SlotWorldModel
+
+    savi = tiny_savi()
+    th = TwoHot(21)
+    wm = SlotWorldModel(savi=savi, action_dim=2, twohot=th, token_dim=16, num_layers=1, heads=2, ff_dim=16,
+                        head_hidden=16, dropout=0.0)
+
+    def head(out):
+        return SlotAggregationTransformer(slot_dim=8, out_dim=out, token_dim=16, num_layers=1, heads=2, ff_dim=16,
+                                          head_hidden=16)
+
+    lr = ImaginationLearner(actor=head(4), critic=head(21), action_dim=2, twohot=th, horizon=3, actor_lr=1e-2,
+                            critic_lr=1e-2)
+    torch.manual_seed(1)
+    video = torch.rand(2, 5, 3, 16, 16)
+    lat = wm.encode(video)
+    acts = torch.rand(2, 5, 2) * 2 - 1
+    rew = torch.randn(2, 5)
+    rew[:, 0] = float("nan")
+    mods = {"dynamics": wm.dynamics, "reward": wm.reward, "actor": lr.actor, "critic": lr.critic}
+    before = {k: [p.detach().clone() for p in m.parameters()] for k, m in mods.items()}
+    wm.train_step(lat, video, acts, rew, context=2, horizon=3)  # the zero-initialised reward layer moves first
+    out = wm.train_step(lat, video, acts, rew, context=2, horizon=3)
+    assert math.isfinite(out["reward_loss"])                                # the NaN first reward is masked
+    frozen = [p.detach().clone() for p in savi.parameters()]
+    lr.update(wm.predict_next, wm.reward, lat[:, :2], acts[:, :1])
+    for k, m in mods.items():
+        for p0, p in zip(before[k], m.parameters()):
+            assert not torch.equal(p0, p), f"a parameter of {k} did not change"
+    for p0, p in zip(frozen, savi.parameters()):                            # negative control: SAVi is frozen
+        assert torch.equal(p0, p)
+
+
+def test_pretraining_is_deterministic_given_the_seed():
+    from sold.world import pretrain_autoencoder
+
+    frames = np.random.default_rng(0).integers(0, 255, (4, 5, 3, 16, 16), dtype=np.uint8)
+    curves = []
+    for seed in (0, 0, 1):
+        m = tiny_savi()
+        curves.append(pretrain_autoencoder(m, frames, steps=3, batch=2, seq_len=2, lr=1e-3, seed=seed))
+    assert curves[0] == curves[1] and curves[0] != curves[2]
+
+
+# ---------------------------------------------------------------- environment and metric
+def test_env_reward_target_and_masks():
+    env = ColorReach2D(num_objects=3, task="distinct", reward="dense")
+    obs, info = env.reset(seed=3)
+    assert obs.shape == (32, 32, 3) and obs.dtype == np.uint8
+    cols = [tuple(c) for c in info["object_colors"]]
+    odd = info["target"]
+    assert sum(c == cols[odd] for c in cols) == 1 and len({c for i, c in enumerate(cols) if i != odd}) == 1
+    obs, r, term, trunc, info = env.step(np.array([0.5, -0.5]))
+    assert r == pytest.approx(-np.linalg.norm(info["gripper"] - info["object_positions"][odd]))
+    assert set(np.unique(info["masks"])) <= set(range(5)) and (info["masks"] == 4).any()
+    spec = ColorReach2D(num_objects=2, task="specific", reward="sparse")
+    _, info = spec.reset(seed=0)
+    assert tuple(info["object_colors"][info["target"]]) == tuple(PALETTE[0])
+    with pytest.raises(SoldError, match="num_objects"):
+        ColorReach2D(num_objects=2, task="distinct")
+    with pytest.raises(SoldError, match="action"):
+        env.step(np.zeros(3))
+
+
+def test_ari_and_foreground_ari():
+    a = np.array([0, 0, 1, 1, 2, 2])
+    assert adjusted_rand_index(a, a) == pytest.approx(1.0)
+    assert adjusted_rand_index(a, np.array([5, 5, 3, 3, 9, 9])) == pytest.approx(1.0)  # label names do not matter
+    assert adjusted_rand_index(a, np.array([0, 1, 2, 0, 1, 2])) < 0.1
+    segs = np.zeros((1, 4, 4), int)
+    segs[0, :2] = 1
+    segs[0, 2:, :2] = 2
+    masks = np.zeros((1, 3, 4, 4))
+    masks[0, 0] = (segs[0] == 0)
+    masks[0, 1] = (segs[0] == 1)
+    masks[0, 2] = (segs[0] == 2)
+    assert foreground_ari(segs, masks) == pytest.approx(1.0)
+    assert foreground_ari(segs, masks[:, [0, 0, 0]]) == pytest.approx(0.0)  # negative control: one slot for all
+
+
+# ---------------------------------------------------------------- bad input
+def test_bad_inputs_are_refused_with_clear_errors():
+    from sold.config import AgentConfig, AutoencoderConfig
+    from sold.world import SlotWorldModel
+
+    m = tiny_savi()
+    with pytest.raises(SoldError, match="uint8"):
+        m.encode(torch.randint(0, 255, (1, 2, 3, 16, 16)))                  # int64 frames
+    with pytest.raises(SoldError, match="not in \\[0, 1\\]"):
+        m.encode(torch.rand(1, 2, 3, 16, 16) * 255)
+    with pytest.raises(SoldError, match="16×16"):
+        m.encode(torch.rand(1, 2, 3, 32, 32))
+    with pytest.raises(SoldError, match="num_slots"):
+        tiny_savi(num_slots=0)
+    with pytest.raises(SoldError, match="divisible"):
+        tiny_savi(slot_dim=9)
+    with pytest.raises(ValueError, match="min_context"):
+        AgentConfig(min_context=4, max_context=3)
+    with pytest.raises(ValueError, match="gamma"):
+        AgentConfig(gamma=1.2)
+    with pytest.raises(ValueError, match="lam"):
+        AgentConfig(lam=-0.5)
+    with pytest.raises(ValueError, match="num_bins"):
+        AgentConfig(num_bins=1)
+    with pytest.raises(ValueError, match="divisible"):
+        AutoencoderConfig(slot_dim=30, heads=4)
+    wm = SlotWorldModel(savi=m, action_dim=2, twohot=TwoHot(5), token_dim=16, num_layers=1, heads=2, ff_dim=16,
+                        head_hidden=8)
+    lat = wm.encode(torch.rand(1, 4, 3, 16, 16))
+    with pytest.raises(SoldError, match="sequence length"):
+        wm.losses(lat, torch.rand(1, 4, 3, 16, 16), torch.zeros(1, 4, 2), None, context=2, horizon=3)
+    with pytest.raises(SoldError, match="action_dim"):
+        wm.dynamics(lat, torch.zeros(1, 4, 3))
+
+
+def test_collect_episodes_convention():
+    env = ColorReach2D(num_objects=3, max_steps=5)
+    ep = collect_episodes(env, 2, seed=0)
+    assert ep.frames.shape == (2, 6, 32, 32, 3) and np.isnan(ep.rewards[:, 0]).all()
+    assert (ep.actions[:, 0] == 0).all() and np.isfinite(ep.rewards[:, 1:]).all()
+    assert frames_to_video(ep.frames).shape == (2, 6, 3, 32, 32)
+    np.testing.assert_array_equal(collect_episodes(env, 1, seed=4).frames, collect_episodes(env, 1, seed=4).frames)

@@ -1,44 +1,232 @@
-"""Command line of sold: ``sold fit ... | reproduce [--quick]``."""
+"""Command line of sold: ``sold pretrain | train | evaluate | reproduce [--quick|--smoke] [--rl]``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, run_reproduce
 
-from sold.config import Config, cpu
+from sold import config as _config
+from sold.config import AgentConfig, AutoencoderConfig, EnvConfig, validate_all
 from sold.registry import METHOD
 
 
 @dataclass(frozen=True)
-class FitOptions(CommonOptions):
-    """Fit the method on generated data and write the run directory."""
+class PretrainOptions(BaseOptions):
+    """Pre-train SAVi (or the holistic baseline's autoencoder) on random-action episodes; save it to --out."""
 
-    config: Config = cpu()
-    """The method's configuration."""
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """The environment that generates the episodes."""
+    ae: AutoencoderConfig = field(default_factory=AutoencoderConfig)
+    """Autoencoder and pre-training settings."""
+    representation: str = "slots"
+    """'slots' (SAVi) or 'holistic' (the baseline's CNN autoencoder)."""
 
 
-def fit_command(opts: FitOptions) -> int:
-    from icml25.registry import default_out
-    from icml25.rundir import RunDir
+@dataclass(frozen=True)
+class TrainOptions(BaseOptions):
+    """Train a SOLD agent (or the holistic baseline agent) online; save it to --out."""
 
-    out = opts.out if opts.out is not None else default_out(METHOD.name)
-    with RunDir(out, overwrite=opts.overwrite, staged=True) as rd:  # --out is checked before anything is written
-        from sold.data import make_data
-        from sold.method import fit
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """The environment."""
+    ae: AutoencoderConfig = field(default_factory=AutoencoderConfig)
+    """Autoencoder settings (used when --pretrained is not given)."""
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    """World model and behaviour-learning settings."""
+    pretrained: Path | None = None
+    """A run folder of `sold pretrain` (default: pre-train first)."""
+    steps: int = 2000
+    """Environment steps."""
+    representation: str = "slots"
+    """'slots' (SOLD) or 'holistic' (the baseline agent)."""
 
-        x, y, w_true = make_data(opts.config.n, opts.config.dim, noise=opts.config.noise, seed=opts.seed)
-        w = fit(x, y, ridge=opts.config.ridge)
-        rd.write_config(asdict(opts))
-        rd.write_json("fit.json", {"weight_error": float(((w - w_true) ** 2).sum() ** 0.5)})
+
+@dataclass(frozen=True)
+class EvaluateOptions(BaseOptions):
+    """Evaluate a trained agent (a `sold train` run folder) with deterministic actions."""
+
+    run: Path = Path("runs/sold/latest")
+    """Run folder written by `sold train`."""
+    episodes: int = 10
+    """Evaluation episodes."""
+
+
+@dataclass(frozen=True)
+class SoldReproduceOptions(ReproduceOptions):
+    """Run SOLD and its baselines side by side and measure the paper's claims."""
+
+    rl: bool = False
+    """Also run behaviour learning (SOLD vs the holistic agent, random and oracle beside them)."""
+
+
+def _check_representation(rep: str) -> None:
+    from sold.errors import SoldError
+
+    if rep not in ("slots", "holistic"):
+        raise SoldError(f"--representation must be 'slots' or 'holistic', got {rep!r}")
+
+
+def _env(cfg: EnvConfig):
+    from sold.envs import ColorReach2D
+
+    return ColorReach2D(num_objects=cfg.num_objects, task=cfg.task, reward=cfg.reward, size=cfg.size,
+                        max_steps=cfg.max_steps)
+
+
+def _build_ae(conf: dict):
+    from sold.agent import build_holistic_ae, build_savi
+
+    a = AutoencoderConfig(**conf["ae"])
+    if conf["representation"] == "slots":
+        return build_savi(a, image_size=conf["image_size"], action_dim=conf["action_dim"])
+    return build_holistic_ae(a, image_size=conf["image_size"])
+
+
+def _load_ae(folder: Path):
+    from icml25.checkpoint import load_config, load_model
+
+    conf = load_config(folder, required=["ae", "representation", "image_size", "action_dim"])
+    return load_model(folder, lambda _: _build_ae(conf)), conf
+
+
+def pretrain_command(opts: PretrainOptions) -> int:
+    from icml25.checkpoint import save_model
+    from icml25.seeding import seed_everything
+
+    from sold.agent import SOLD
+
+    _config._DEFER[0] = False
+    validate_all(opts)
+    _check_representation(opts.representation)
+    seed_everything(opts.seed)
+    env = _env(opts.env)
+    rd = open_run_dir("sold", opts)
+    agent = SOLD(env, ae_config=opts.ae, representation=opts.representation, seed=opts.seed)
+    curve = agent.pretrain(progress=not opts.quiet)
+    rd.write_config(asdict(opts))
+    rd.write_env(device="cpu")
+    conf = {"ae": asdict(opts.ae), "representation": opts.representation, "image_size": opts.env.size,
+            "action_dim": 2}
+    save_model(rd.path / "model", agent.autoencoder, conf)
+    rd.write_json("pretrain.json", {"final_loss": curve[-1], "steps": len(curve)})
     if not opts.quiet:
-        print(f"written to {rd.target}")
+        print(f"pre-trained {opts.representation} autoencoder, final loss {curve[-1]:.5f}; saved to {rd.target}")
+    return 0
+
+
+def train_command(opts: TrainOptions) -> int:
+    import torch
+    from icml25.checkpoint import save_model, save_tensors
+    from icml25.errors import check_positive
+    from icml25.seeding import seed_everything
+
+    from sold.agent import SOLD
+
+    _config._DEFER[0] = False
+    validate_all(opts)
+    _check_representation(opts.representation)
+    check_positive(opts, "steps", prefix="--")
+    ae, conf = (None, None)
+    if opts.pretrained is not None:
+        ae, conf = _load_ae(opts.pretrained / "model")
+        if conf["representation"] != opts.representation:
+            raise ValueError(f"--pretrained holds a {conf['representation']!r} autoencoder but --representation is "
+                             f"{opts.representation!r}")
+    seed_everything(opts.seed)
+    env = _env(opts.env)
+    rd = open_run_dir("sold", opts)
+    ae_cfg = AutoencoderConfig(**conf["ae"]) if conf else opts.ae
+    agent = SOLD(env, config=opts.agent, ae_config=ae_cfg, autoencoder=ae, representation=opts.representation,
+                 seed=opts.seed)
+
+    def log(ag, out) -> None:
+        rd.log(ag.trace.env_steps, **out)
+
+    agent.learn(opts.steps, progress=not opts.quiet, callback=log)
+    rd.write_config(asdict(opts))
+    rd.write_env(device="cpu")
+    conf = {"ae": asdict(ae_cfg), "representation": opts.representation, "image_size": opts.env.size,
+            "action_dim": 2}
+    save_model(rd.path / "model", agent.autoencoder, conf)
+    state = {f"world.{k}": v for k, v in agent.world.state_dict().items()}
+    state.update({f"learner.{k}": v for k, v in agent.learner.state_dict().items()})
+    save_tensors(rd.path / "agent.safetensors", {k: v.contiguous() for k, v in state.items()
+                                                 if isinstance(v, torch.Tensor)})
+    rd.write_json("agent_config.json", {"agent": asdict(opts.agent), "env": asdict(opts.env), **conf})
+    tr = agent.trace
+    summary = {"env_steps": tr.env_steps, "updates": tr.updates, "episodes": len(tr.episode_returns),
+               "last_returns": tr.episode_returns[-5:], "env_seconds": tr.env_seconds,
+               "update_seconds": tr.update_seconds}
+    rd.write_json("summary.json", summary)
+    if not opts.quiet:
+        print(f"trained {opts.representation} agent: {summary}; saved to {rd.target}")
+    return 0
+
+
+def evaluate_command(opts: EvaluateOptions) -> int:
+    from icml25.checkpoint import load_tensors
+    from icml25.errors import check_positive, read_json
+
+    from sold.agent import SOLD
+    from sold.errors import SoldError
+
+    _config._DEFER[0] = False
+    check_positive(opts, "episodes", prefix="--")
+    meta = read_json(opts.run / "agent_config.json", what="agent config",
+                     required=["agent", "env", "ae", "representation"])
+    ae, _ = _load_ae(opts.run / "model")
+    env_cfg = EnvConfig(**meta["env"])
+    agent = SOLD(_env(env_cfg), config=AgentConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                                     for k, v in meta["agent"].items()}),
+                 ae_config=AutoencoderConfig(**meta["ae"]), autoencoder=ae, representation=meta["representation"],
+                 seed=opts.seed)
+    state = load_tensors(opts.run / "agent.safetensors")
+    world = {k[len("world."):]: v for k, v in state.items() if k.startswith("world.")}
+    learner = {k[len("learner."):]: v for k, v in state.items() if k.startswith("learner.")}
+    try:
+        agent.world.load_state_dict(world, strict=False)
+        agent.learner.load_state_dict(learner, strict=True)
+    except RuntimeError as exc:
+        raise SoldError(f"{opts.run / 'agent.safetensors'}: does not match the saved config ({exc})") from exc
+    rd = open_run_dir("sold", opts)
+    res = agent.evaluate(_env(env_cfg), opts.episodes, seed=opts.seed + 10_000)
+    rd.write_config(asdict(opts))
+    rd.write_json("evaluation.json", res)
+    if not opts.quiet:
+        print(f"evaluation over {opts.episodes} episodes: {res}; written to {rd.target}")
+    return 0
+
+
+def reproduce_command(opts: SoldReproduceOptions) -> int:
+    from icml25.registry import default_out
+
+    _config._DEFER[0] = False
+    out = opts.out if opts.out is not None else default_out(METHOD.name)
+
+    class _Method:
+        name, title, venue, url = METHOD.name, METHOD.title, METHOD.venue, METHOD.url
+
+        @staticmethod
+        def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int):
+            from sold.reproduce import reproduce
+
+            return reproduce(quick=quick, smoke=smoke, out=out, seed=seed, rl=opts.rl)
+
+    run_reproduce(_Method, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed, overwrite=opts.overwrite,
+                  quiet=opts.quiet, device="cpu")
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return method_main(METHOD, {
-        "fit": (FitOptions, fit_command),
-        "reproduce": (ReproduceOptions, reproduce_command(METHOD)),
-    }, argv=argv)
+    _config._DEFER[0] = True  # nested configs are validated by the command itself (one `error:` line)
+    try:
+        return method_main(METHOD, {
+            "pretrain": (PretrainOptions, pretrain_command),
+            "train": (TrainOptions, train_command),
+            "evaluate": (EvaluateOptions, evaluate_command),
+            "reproduce": (SoldReproduceOptions, reproduce_command),
+        }, argv=argv)
+    finally:
+        _config._DEFER[0] = False

@@ -1,0 +1,117 @@
+"""OCVP-Seq object-centric dynamics (SOLD, Mosbach et al., ICML 2025, Sec. 3.2; Villar-Corrales et al. 2023).
+
+Inputs: slots ``s [B, T, K, D]`` (from a frozen SAVi) and actions ``a [B, T, A]`` where ``a_t`` is the action taken
+*after* observing ``s_t``. Tokens per step: the ``K`` slot tokens ``W_s s_{t,k}`` and one action token ``W_a a_t``,
+all plus a sinusoidal temporal encoding of ``t`` shared by every token of the step. There is **no per-slot identity
+or positional encoding**, so the model is equivariant to permutations of the slots.
+
+Each of ``num_layers`` layers is an *object-attention* block (a pre-norm transformer layer over the ``K + 1`` tokens
+of one step) followed by a *time-attention* block (a pre-norm transformer layer over the ``T`` steps of each token,
+with a causal mask). The slot tokens are projected back to ``D`` with a residual::
+
+    ŝ_{t+1} = s_t + Δ_t,   Δ_t = W_o h_{t, 1..K}
+
+``forward`` gives the one-step predictions for every step at once (causal: ``ŝ_{t+1}`` depends only on steps ≤ t);
+:meth:`rollout` predicts autoregressively from a context, feeding its own predictions back (no teacher forcing).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from sold.errors import SoldError, check_heads
+
+
+def sinusoidal(t: int, dim: int, *, offset: int = 0) -> torch.Tensor:
+    """``[t, dim]`` sinusoidal encoding of positions ``offset .. offset + t − 1`` (Vaswani et al. 2017)."""
+    pos = torch.arange(offset, offset + t, dtype=torch.float32)[:, None]
+    i = torch.arange(0, dim, 2, dtype=torch.float32)
+    freq = torch.exp(-math.log(10000.0) * i / dim)
+    enc = torch.zeros(t, dim)
+    enc[:, 0::2] = torch.sin(pos * freq)
+    enc[:, 1::2] = torch.cos(pos * freq[: dim // 2])
+    return enc
+
+
+def causal_mask(t: int) -> torch.Tensor:
+    """``[t, t]`` boolean mask, True where attention is *forbidden* (the future)."""
+    return torch.triu(torch.ones(t, t, dtype=torch.bool), 1)
+
+
+class OCVPDynamics(nn.Module):
+    """Object-centric transformer dynamics on slots; see the module docstring.
+
+    ``forward(slots [B, T, K, D], actions [B, T, A]) → next slots [B, T, K, D]`` (row ``t`` predicts ``s_{t+1}``).
+    """
+
+    def __init__(self, *, slot_dim: int, action_dim: int, token_dim: int = 64, num_layers: int = 2, heads: int = 4,
+                 ff_dim: int = 128, dropout: float = 0.1, residual: bool = True):
+        super().__init__()
+        for name, v in (("slot_dim", slot_dim), ("action_dim", action_dim), ("token_dim", token_dim),
+                        ("num_layers", num_layers), ("heads", heads), ("ff_dim", ff_dim)):
+            if not isinstance(v, int) or v < 1:
+                raise SoldError(f"{name} must be a positive integer, got {v!r}")
+        check_heads("token_dim", token_dim, heads)
+        if not 0.0 <= dropout < 1.0:
+            raise SoldError(f"dropout must be in [0, 1), got {dropout!r}")
+        self.slot_dim, self.action_dim, self.token_dim, self.residual = slot_dim, action_dim, token_dim, residual
+        self.slot_in = nn.Linear(slot_dim, token_dim)
+        self.action_in = nn.Linear(action_dim, token_dim)
+        self.drop = nn.Dropout(dropout)
+
+        def layer() -> nn.TransformerEncoderLayer:
+            return nn.TransformerEncoderLayer(token_dim, heads, dim_feedforward=ff_dim, dropout=dropout,
+                                              batch_first=True, norm_first=True)
+
+        self.object_blocks = nn.ModuleList(layer() for _ in range(num_layers))
+        self.time_blocks = nn.ModuleList(layer() for _ in range(num_layers))
+        self.norm_out = nn.LayerNorm(token_dim)
+        self.out = nn.Linear(token_dim, slot_dim)
+
+    def _check(self, slots: torch.Tensor, actions: torch.Tensor) -> None:
+        if slots.ndim != 4 or slots.shape[-1] != self.slot_dim:
+            raise SoldError(f"slots must have shape [B, T, K, {self.slot_dim}], got {tuple(slots.shape)}")
+        if actions.ndim != 3 or actions.shape[-1] != self.action_dim:
+            raise SoldError(f"actions must have shape [B, T, {self.action_dim}] (action_dim {self.action_dim}), "
+                            f"got {tuple(actions.shape)}")
+        if actions.shape[:2] != slots.shape[:2]:
+            raise SoldError(f"actions [B, T, A] must match slots [B, T, K, D] in B and T, got {tuple(actions.shape)} "
+                            f"and {tuple(slots.shape)}")
+
+    def forward(self, slots: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        self._check(slots, actions)
+        b, t, k, _ = slots.shape
+        e = self.token_dim
+        tokens = torch.cat([self.slot_in(slots), self.action_in(actions)[:, :, None]], 2)  # [B, T, K + 1, E]
+        tokens = self.drop(tokens + sinusoidal(t, e).to(tokens)[None, :, None])
+        mask = causal_mask(t).to(tokens.device)
+        for obj, tim in zip(self.object_blocks, self.time_blocks):
+            tokens = obj(tokens.reshape(b * t, k + 1, e)).reshape(b, t, k + 1, e)           # attention over objects
+            tt = tokens.permute(0, 2, 1, 3).reshape(b * (k + 1), t, e)                     # [B·(K+1), T, E]
+            tt = tim(tt, src_mask=mask, is_causal=True)                                     # causal over time
+            tokens = tt.reshape(b, k + 1, t, e).permute(0, 2, 1, 3)                         # [B, T, K + 1, E]
+        delta = self.out(self.norm_out(tokens[:, :, :k]))                                   # [B, T, K, D]
+        return slots + delta if self.residual else delta
+
+    def rollout(self, context: torch.Tensor, actions: torch.Tensor, horizon: int) -> torch.Tensor:
+        """Autoregressive prediction of ``horizon`` steps after ``context [B, c, K, D]``.
+
+        ``actions [B, c + horizon − 1, A]``: the action after each context step and after each predicted step but
+        the last. Returns ``[B, horizon, K, D]``.
+        """
+        c = context.shape[1]
+        if horizon < 1:
+            raise SoldError(f"horizon must be >= 1, got {horizon}")
+        if actions.ndim != 3 or actions.shape[1] < c + horizon - 1:
+            raise SoldError(f"actions must have shape [B, >= context + horizon − 1 = {c + horizon - 1}, A], "
+                            f"got {tuple(actions.shape)}")
+        hist = context
+        preds = []
+        for h in range(horizon):
+            nxt = self(hist, actions[:, : c + h])[:, -1]
+            preds.append(nxt)
+            hist = torch.cat([hist, nxt[:, None]], 1)
+        return torch.stack(preds, 1)
