@@ -282,7 +282,7 @@ BUDGETS = Budgets(
                   lr_grid=(1e-3,), workers=1, rl_steps=60, rl_eval_episodes=1,
                   ae=replace(AutoencoderConfig(), pretrain_steps=3, pretrain_episodes=6),
                   agent=replace(AgentConfig(), seed_steps=30, update_every=25, updates_per=1, num_bins=31)),
-    quick=replace(cpu(), seeds=3, train_episodes=60, val_episodes=8, test_episodes=12, wm_steps=40,
-                  ae=replace(AutoencoderConfig(), pretrain_steps=120), rl_steps=600, rl_eval_episodes=5),
+    quick=replace(cpu(), seeds=3, train_episodes=40, val_episodes=6, test_episodes=8, wm_steps=25,
+                  ae=replace(AutoencoderConfig(), pretrain_steps=60), rl_steps=600, rl_eval_episodes=5),
     full=replace(cpu(), seeds=6),
 )

@@ -109,7 +109,7 @@ class _WorldModel(nn.Module):
         nn.utils.clip_grad_norm_(self.dynamics.parameters(), self.dyn_clip)
         self.dyn_opt.step()
         self.dynamics.eval()
-        return {k: float(v) for k, v in out.items()}
+        return {k: float(v.detach()) if isinstance(v, torch.Tensor) else float(v) for k, v in out.items()}
 
     @torch.no_grad()
     def open_loop_mse(self, latents: torch.Tensor, frames, acts_after: torch.Tensor, *, context: int,
