@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("open_clip")
+pytestmark = pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")  # torchvision.io in the fixture
 
 
 def _write_tree(root, rng):
