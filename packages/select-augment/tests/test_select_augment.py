@@ -1,33 +1,399 @@
-"""Tests of the mathematics (REPLACE the example with the paper's): each would fail if the method were wrong."""
+"""Tests of the mathematics of select-augment: each would fail if the method were wrong (negative controls inline)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
-from select_augment.config import Config
-from select_augment.data import make_data
+import torch
+from select_augment.augment import TargetedAugment, strong_policy
+from select_augment.config import AugConfig, Config, ScoreConfig, SelectConfig
+from select_augment.data import check_classnames
 from select_augment.errors import SelectAugmentError
-from select_augment.method import fit
+from select_augment.scoring import Scores, class_ranks, gmm_clean_probability, score, toy_encoder
+from select_augment.selection import (
+    CostMeter,
+    DynamicSelector,
+    InfoBatch,
+    LossPolicySelector,
+    bottom_k,
+    ratio_for_cost,
+)
+from select_augment.train import SmallCNN, weighted_loss
+
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_zero_ridge_equals_least_squares_in_float64():
-    x, y, _ = make_data(50, 4, noise=0.1, seed=0)
-    ref = np.linalg.lstsq(x, y, rcond=None)[0]
-    np.testing.assert_allclose(fit(x, y, ridge=0.0), ref, rtol=1e-10, atol=1e-12)
-    # negative control: a large penalty shrinks the weights away from least squares
-    assert np.linalg.norm(fit(x, y, ridge=100.0)) < 0.9 * np.linalg.norm(ref)
+def _toy(n_per=30, C=4, noise=0.3, seed=0):
+    y = np.repeat(np.arange(C), n_per)
+    z, t = toy_encoder(y, num_classes=C, dim=8, noise=noise, seed=seed)
+    return z, t, y
 
 
-def test_noise_free_recovers_the_true_weights_and_is_deterministic():
-    x, y, w = make_data(30, 3, noise=0.0, seed=1)
-    np.testing.assert_allclose(fit(x, y, ridge=0.0), w, atol=1e-10)
-    np.testing.assert_array_equal(make_data(30, 3, noise=0.1, seed=2)[1], make_data(30, 3, noise=0.1, seed=2)[1])
+def _images(n, seed=0):
+    return np.random.default_rng(seed).integers(0, 256, size=(n, 32, 32, 3), dtype=np.uint8)
 
 
-@pytest.mark.parametrize("field, value", [("n", 0), ("dim", -1), ("noise", float("nan")), ("seeds", 0)])
-def test_bad_config_names_the_field(field, value):
-    with pytest.raises(ValueError, match=field):
-        Config(**{field: value})
+# ------------------------------------------------------------------------------------------ budget and cost
+@pytest.mark.parametrize("ratio", [0.3, 0.5, 0.77])
+def test_budget_is_ceil_rN_before_annealing_and_cost_has_its_closed_form(ratio):
+    z, t, y = _toy()
+    s = score(z, y, text_features=t, k=5, gate="off")
+    T, n = 8, len(y)
+    sel = DynamicSelector(s, ratio=ratio, delta=0.75, epochs=T, seed=1)
+    meter = CostMeter(n, T)
+    rng = np.random.default_rng(0)
+    for epoch in range(T):
+        sel.set_epoch(epoch)
+        expected = math.ceil(ratio * n) if epoch < math.ceil(0.75 * T) else n
+        assert len(sel.selected) == expected == len(list(iter(sel)))
+        assert len(np.unique(sel.selected)) == expected
+        meter.add(len(sel.selected))
+        sel.update(sel.selected, rng.exponential(size=len(sel.selected)))
+    n_pruned = math.ceil(0.75 * T)
+    assert meter.total == n_pruned * math.ceil(ratio * n) + (T - n_pruned) * n
+    # gating removes samples: never more than the budget, fewer only by the gated ones
+    sg = score(z, y, text_features=t, k=5, gate="quantile", q_noise=0.5)
+    selg = DynamicSelector(sg, ratio=0.9, delta=1.0, epochs=2, seed=0)
+    selg.set_epoch(0)
+    assert len(selg.selected) == min(math.ceil(0.9 * n), int(sg.gate.sum())) < math.ceil(0.9 * n)
+    assert sg.gate[selg.selected].all()
 
 
-def test_bad_data_refused():
+def test_ratio_for_cost_matches_the_measured_cost():
+    r = ratio_for_cost(0.5, delta=0.875, epochs=12)
+    z, t, y = _toy(n_per=50)
+    sel = DynamicSelector(score(z, y, text_features=t, k=5), ratio=r, delta=0.875, epochs=12, seed=0)
+    meter = CostMeter(len(y), 12)
+    for e in range(12):
+        sel.set_epoch(e)
+        meter.add(len(sel.selected))
+    assert abs(meter.fraction - 0.5) < 2 / len(y)
+    assert meter.fraction <= 0.5 + 12 / (12 * len(y))
+
+
+def test_extra_view_mode_counts_one_sample_step_per_extra_view():
+    z, t, y = _toy(n_per=10)
+    s = score(z, y, text_features=t, k=3)
+    sel = DynamicSelector(s, ratio=0.5, delta=1.0, epochs=2, seed=0)
+    aug = TargetedAugment((_images(len(y)), y), sel, aug_ratio=0.5, mode="extra-view")
+    aug.set_epoch(0)
+    ids = sel.selected
+    x, tgt, view_ids = aug.batch(ids)
+    n_strong = round(0.5 * len(ids))
+    assert aug.extra_views == n_strong and x.shape[0] == len(ids) + n_strong == len(view_ids) == len(tgt)
+    replace = TargetedAugment((_images(len(y)), y), sel, aug_ratio=0.5, mode="replace")
+    replace.set_epoch(0)
+    assert replace.extra_views == 0 and replace.batch(ids)[0].shape[0] == len(ids)
+
+
+# ------------------------------------------------------------------------------------------ unbiasedness
+def _successive_sampling_pi(p, m):
+    """Exact inclusion probabilities of drawing m without replacement ∝ p (enumerating every ordered draw)."""
+    p = np.asarray(p, float)
+    n = len(p)
+    pi = np.zeros(n)
+    prob_of_set = {}
+    for seq in itertools.permutations(range(n), m):
+        pr, left = 1.0, p.sum()
+        for i in seq:
+            pr *= p[i] / left
+            left -= p[i]
+        prob_of_set[frozenset(seq)] = prob_of_set.get(frozenset(seq), 0.0) + pr
+        for i in seq:
+            pi[i] += pr
+    return pi, prob_of_set
+
+
+def test_horvitz_thompson_is_unbiased_by_enumeration_n5():
+    p = np.array([0.05, 0.1, 0.2, 0.3, 0.35])
+    g = np.array([1.0, -2.0, 0.5, 3.0, 1.5])
+    for m in (1, 2, 3):
+        pi, sets = _successive_sampling_pi(p, m)
+        assert abs(sum(sets.values()) - 1) < 1e-12 and abs(pi.sum() - m) < 1e-12
+        expectation = sum(pr * sum(g[i] / pi[i] for i in S) for S, pr in sets.items())
+        assert expectation == pytest.approx(g.sum(), rel=1e-12)
+        if m > 1:  # negative control: the first-order weights m p_i / sum p are biased for skewed p and m > 1
+            naive = m * p / p.sum()
+            biased = sum(pr * sum(g[i] / naive[i] for i in S) for S, pr in sets.items())
+            assert abs(biased - g.sum()) > 1e-2
+
+
+def test_gumbel_top_k_draws_successive_sampling_and_its_rank_conditioned_weights_are_unbiased():
+    p = np.array([0.05, 0.1, 0.2, 0.3, 0.35])
+    g = np.array([1.0, -2.0, 0.5, 3.0, 1.5])
+    m, draws = 2, 40_000
+    exact_pi, _ = _successive_sampling_pi(p, m)
+    rng = np.random.default_rng(0)
+    cand = np.arange(5)
+    counts, est, naive_est = np.zeros(5), [], []
+    naive = m * p / p.sum()
+    for _ in range(draws):
+        chosen, pi = bottom_k(rng, cand, p, m)
+        counts[chosen] += 1
+        est.append((g[chosen] / pi).sum())
+        naive_est.append((g[chosen] / naive[chosen]).sum())
+    np.testing.assert_allclose(counts / draws, exact_pi, atol=0.01)  # Gumbel-top-k = successive sampling
+    se = np.std(est) / math.sqrt(draws)
+    assert abs(np.mean(est) - g.sum()) < 4 * se
+    assert abs(np.mean(naive_est) - g.sum()) > 4 * np.std(naive_est) / math.sqrt(draws)  # negative control
+
+
+# ------------------------------------------------------------------------------------------ reductions
+def test_constant_suitability_and_no_gate_select_uniformly():
+    from scipy.stats import chisquare
+
+    n, m, reps = 20, 7, 600
+    s = Scores.uniform(n)
+    counts = np.zeros(n)
+    for seed in range(reps):
+        sel = DynamicSelector(s, ratio=m / n, delta=1.0, epochs=1, seed=seed)
+        sel.set_epoch(0)
+        counts[sel.selected] += 1
+    assert chisquare(counts).pvalue > 0.001
+    # negative control: a non-constant suitability is detected as non-uniform
+    a = np.linspace(0, 0.9, n)
+    skew = Scores(a, a, a, a, a, np.ones(n, bool), np.zeros(n, np.int64), 1)
+    counts2 = np.zeros(n)
+    for seed in range(reps):
+        sel = DynamicSelector(skew, ratio=m / n, delta=1.0, epochs=1, seed=seed)
+        sel.set_epoch(0)
+        counts2[sel.selected] += 1
+    assert chisquare(counts2).pvalue < 1e-6
+
+
+def test_scores_switched_off_give_infobatch_sets_with_the_same_rng():
+    n, T = 60, 6
+    ours = DynamicSelector(Scores.uniform(n), ratio=1.0, delta=0.7, epochs=T, seed=3, budget_mode="infobatch",
+                           prune_ratio=0.6, use_gate=False)
+    ib = InfoBatch(n, prune_ratio=0.6, delta=0.7, epochs=T, seed=3, thinning="fixed")
+    other = InfoBatch(n, prune_ratio=0.6, delta=0.7, epochs=T, seed=4, thinning="fixed")
+    rng = np.random.default_rng(0)
+    differs = False
+    for epoch in range(T):
+        for s in (ours, ib, other):
+            s.set_epoch(epoch)
+        np.testing.assert_array_equal(ours.selected, ib.selected)
+        np.testing.assert_allclose(ours.weights(ours.selected).numpy(), ib.weights(ib.selected).numpy())
+        differs |= not np.array_equal(ib.selected, other.selected)
+        loss = rng.exponential(size=n)
+        for s in (ours, ib, other):
+            s.update(np.arange(n), loss)
+    assert differs  # negative control: another seed gives other sets
+    # InfoBatch keeps every above-mean-loss sample and weights the kept well-learned ones 1/keep
+    ib.set_epoch(1)
+    hard = np.flatnonzero(ib.loss >= ib.loss.mean())
+    assert np.isin(hard, ib.selected).all()
+
+
+def test_ratio_one_selects_everything_with_weight_one():
+    z, t, y = _toy()
+    s = score(z, y, text_features=t, k=5, gate="off")
+    sel = DynamicSelector(s, ratio=1.0, delta=1.0, epochs=3, seed=0)
+    for epoch in range(3):
+        sel.set_epoch(epoch)
+        np.testing.assert_array_equal(sel.selected, np.arange(len(y)))
+        assert torch.all(sel.weights(np.arange(len(y))) == 1)
+        sel.update(np.arange(len(y)), np.random.default_rng(epoch).exponential(size=len(y)))
+    half = DynamicSelector(s, ratio=0.5, delta=1.0, epochs=3, seed=0)
+    half.set_epoch(0)
+    assert len(half.selected) < len(y)  # negative control
+
+
+# ------------------------------------------------------------------------------------------ invariances
+def test_scores_are_invariant_to_order_and_scale_and_ranks_to_increasing_transforms():
+    z, t, y = _toy(noise=0.5)
+    s = score(z, y, text_features=t, k=5)
+    perm = np.random.default_rng(1).permutation(len(y))
+    sp = score(z[perm] * 7.5, y[perm], text_features=t * 0.1, k=5)
+    for f in ("consistency", "density", "u", "v", "suitability"):
+        np.testing.assert_allclose(getattr(sp, f), getattr(s, f)[perm], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(sp.gate, s.gate[perm])
+    # increasing transforms of rho or c leave the ranks and a unchanged; a decreasing one does not
+    np.testing.assert_array_equal(class_ranks(np.exp(3 * s.density), y), s.u)
+    np.testing.assert_array_equal(class_ranks(np.log(s.consistency) ** 3, y), s.v)
+    assert not np.array_equal(class_ranks(-s.density, y), s.u)
+    assert ((s.consistency >= 0) & (s.consistency <= 1)).all()
+    assert ((s.suitability >= 0) & (s.suitability < 1)).all()
+
+
+# ------------------------------------------------------------------------------------------ toy closed forms
+def test_toy_encoder_closed_forms():
+    C, T = 5, 0.05
+    y = np.repeat(np.arange(C), 12)
+    _, t = toy_encoder(y, num_classes=C, noise=0.0)
+    z = t[y].copy()  # z_i = t_{y_i}
+    s = score(z, y, text_features=t, k=3, temperature=T)
+    closed = 1.0 / (1.0 + (C - 1) * math.exp(-1.0 / T))  # softmax(<t_y, t_c>/T)[y], orthonormal classes
+    np.testing.assert_allclose(s.consistency, closed, rtol=1e-12)
+    # m > k identical points: cosine density exactly 1
+    np.testing.assert_allclose(s.density, 1.0, rtol=1e-12)
+    # a flipped label gets c < 1/C
+    y_flip = y.copy()
+    y_flip[0] = (y[0] + 1) % C
+    sf = score(z, y_flip, text_features=t, k=3, temperature=T)
+    assert sf.consistency[0] < 1 / C < sf.consistency[1]
+    assert sf.v[0] == sf.v[y_flip == y_flip[0]].min()
+
+
+def test_gmm_gate_separates_two_modes():
+    rng = np.random.default_rng(0)
+    c = np.concatenate([rng.normal(0.9, 0.03, 300), rng.normal(0.1, 0.05, 100)])
+    p = gmm_clean_probability(c)
+    assert (p[:300] > 0.5).mean() > 0.99 and (p[300:] < 0.5).mean() > 0.99
+
+
+# ------------------------------------------------------------------------------------------ determinism
+def test_same_seed_same_selections_other_seed_other():
+    z, t, y = _toy()
+    s = score(z, y, text_features=t, k=5)
+    sets = []
+    for seed in (0, 0, 1):
+        sel = DynamicSelector(s, ratio=0.4, delta=1.0, epochs=3, seed=seed)
+        out = []
+        for e in range(3):
+            sel.set_epoch(e)
+            out.append(list(iter(sel)))
+            sel.update(sel.selected, np.linspace(0.1, 2, len(sel.selected)))
+        sets.append(out)
+    assert sets[0] == sets[1] and sets[0] != sets[2]
+
+
+# ------------------------------------------------------------------------------------------ augmentation targeting
+@pytest.mark.parametrize("aug_ratio", [0.0, 0.3, 0.5, 1.0])
+def test_exactly_round_aug_ratio_of_the_selected_get_the_strong_policy_and_they_are_the_top_by_a(aug_ratio):
+    z, t, y = _toy()
+    s = score(z, y, text_features=t, k=5, gate="off")
+    sel = DynamicSelector(s, ratio=0.5, delta=1.0, epochs=2, seed=0)
+    aug = TargetedAugment((_images(len(y)), y), sel, aug_ratio=aug_ratio)
+    aug.set_epoch(0)
+    S = sel.selected
+    strong = np.flatnonzero(aug.strong)
+    assert len(strong) == round(aug_ratio * len(S)) and np.isin(strong, S).all()
+    if 0 < len(strong) < len(S):
+        rest = np.setdiff1d(S, strong)
+        assert s.suitability[strong].min() >= s.suitability[rest].max()
+        uni = TargetedAugment((_images(len(y)), y), sel, aug_ratio=aug_ratio, targeting="uniform")
+        uni.set_epoch(0)
+        assert uni.strong.sum() == len(strong) and not np.array_equal(np.flatnonzero(uni.strong), strong)
+
+
+def test_geometric_ops_can_be_excluded_from_the_policy():
+    pol = strong_policy("trivialaugment", exclude_ops=("Rotate", "ShearX", "ShearY"))
+    assert "Rotate" not in pol._AUGMENTATION_SPACE and "Brightness" in pol._AUGMENTATION_SPACE
+    assert "Rotate" in strong_policy("trivialaugment")._AUGMENTATION_SPACE
+
+
+# ------------------------------------------------------------------------------------------ loss
+def test_weighted_loss_and_its_gradient_match_the_formula_in_float64():
+    torch.manual_seed(0)
+    logits = torch.randn(6, 4, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 1, 2, 3, 1, 0])
+    w = torch.tensor([1.0, 2.0, 0.5, 1.0, 3.0, 1.0], dtype=torch.float64)
+    loss, ce = weighted_loss(logits, y, w)
+    ref = (w * torch.nn.functional.cross_entropy(logits, y, reduction="none")).sum() / 6
+    assert torch.allclose(loss, ref)
+    loss.backward()
+    h = 1e-6
+    num = torch.zeros_like(logits)
+    for i, j in itertools.product(range(6), range(4)):
+        lp, lm = logits.detach().clone(), logits.detach().clone()
+        lp[i, j] += h
+        lm[i, j] -= h
+        num[i, j] = (weighted_loss(lp, y, w)[0] - weighted_loss(lm, y, w)[0]) / (2 * h)
+    assert torch.allclose(logits.grad, num, atol=1e-8)
+    unweighted = weighted_loss(logits.detach(), y, torch.ones(6, dtype=torch.float64))[0]
+    assert not torch.allclose(unweighted, ref)  # negative control
+
+
+def test_small_cnn_shapes():
+    out = SmallCNN(8, width=4, downsample=2)(torch.zeros(3, 3, 32, 32))
+    assert out.shape == (3, 8)
+
+
+# ------------------------------------------------------------------------------------------ bad input
+def test_bad_scoring_input_is_refused_with_the_field_named():
+    z, t, y = _toy(n_per=6)
+    cases = [
+        (dict(features=z[:-1]), "labels"),
+        (dict(features=np.where(np.arange(z.size).reshape(z.shape) == 0, np.nan, z)), "finite"),
+        (dict(labels=np.where(y == 3, 4, y)), r"\[0, 4\)"),
+        (dict(labels=y - 1), r"\[0, 4\)"),
+        (dict(k=0), "k must"),
+        (dict(k=6), "k must"),
+        (dict(temperature=0.0), "temperature"),
+        (dict(temperature=-1.0), "temperature"),
+        (dict(q_noise=1.0), "q_noise"),
+        (dict(gate="bogus"), "gate"),
+        (dict(text_features=t[:, :3]), "dimension"),
+    ]
+    for kw, needle in cases:
+        args = dict(features=z, labels=y, text_features=t, k=3)
+        args.update(kw)
+        with pytest.raises(SelectAugmentError, match=needle):
+            score(args.pop("features"), args.pop("labels"), **args)
+
+
+def test_bad_selection_and_augmentation_input_is_refused():
+    z, t, y = _toy(n_per=6)
+    s = score(z, y, text_features=t, k=3)
+    for kw, needle in [(dict(ratio=0.0), "ratio"), (dict(ratio=1.5), "ratio"), (dict(delta=-0.1), "delta"),
+                       (dict(delta=1.1), "delta"), (dict(epochs=0), "epochs")]:
+        args = dict(ratio=0.5, delta=0.5, epochs=2)
+        args.update(kw)
+        with pytest.raises(SelectAugmentError, match=needle):
+            DynamicSelector(s, **args)
+    with pytest.raises(SelectAugmentError, match="budget after gating is zero"):
+        DynamicSelector(s.with_gate(np.zeros(len(y), bool)), ratio=0.5, epochs=2)
+    sel = DynamicSelector(s, ratio=0.5, epochs=2)
+    sel.set_epoch(0)
+    with pytest.raises(SelectAugmentError, match="one value per sample id"):
+        sel.update(sel.selected[:4], np.ones(3))
     with pytest.raises(SelectAugmentError, match="finite"):
-        fit(np.array([[np.nan]]), np.array([1.0]), ridge=0.0)
+        sel.update(sel.selected[:2], np.array([1.0, np.nan]))
+    with pytest.raises(SelectAugmentError, match="policy"):
+        TargetedAugment((_images(len(y)), y), sel, policy="bogus")
+    with pytest.raises(SelectAugmentError, match="aug_ratio"):
+        TargetedAugment((_images(len(y)), y), sel, aug_ratio=1.2)
+    with pytest.raises(SelectAugmentError, match="prune_ratio"):
+        InfoBatch(10, prune_ratio=1.0, epochs=2)
+    with pytest.raises(SelectAugmentError, match="policy"):
+        LossPolicySelector(10, epochs=2, policy="bogus")
+    for names, needle in [((), "non-empty"), (("a", "a"), "distinct"), (("a", "b"), "one class name")]:
+        with pytest.raises(SelectAugmentError, match=needle):
+            check_classnames(names, 3 if needle == "one class name" else len(names) or 1)
+
+
+@pytest.mark.parametrize("make, field", [
+    (lambda: SelectConfig(ratio=0.0), "ratio"), (lambda: SelectConfig(delta=2.0), "delta"),
+    (lambda: AugConfig(aug_ratio=-0.1), "aug_ratio"), (lambda: ScoreConfig(q_noise=1.0), "q_noise"),
+    (lambda: ScoreConfig(temperature=0.0), "temperature"), (lambda: ScoreConfig(k=0), "k"),
+    (lambda: Config(seeds=0), "seeds"), (lambda: SelectConfig(ratio=float("nan")), "ratio"),
+])
+def test_bad_config_names_the_field(make, field):
+    with pytest.raises(ValueError, match=field):
+        make()
+
+
+def test_cli_bad_input_exits_2_and_writes_nothing(tmp_path, capsys):
+    from select_augment.cli import main
+
+    for args, needle in [(["train", "--select.ratio", "0"], "ratio"), (["train", "--aug.aug-ratio", "2"], "aug_ratio"),
+                         (["train", "--score.temperature", "0"], "temperature"),
+                         (["train", "--learn.epochs", "0"], "epochs"),
+                         (["train", "--dataset", "folder"], "--folder")]:
+        rc = main([*args, "--out", str(tmp_path / "never")])
+        err = capsys.readouterr().err
+        assert rc == 2 and "error:" in err and needle in err, err
+        assert not (tmp_path / "never").exists()
+
+
+# ------------------------------------------------------------------------------------------ README
+def test_readme_python_quickstart_runs():
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    assert blocks, "README has no python block"
+    exec(compile(blocks[0], "README quickstart", "exec"), {})

@@ -1,44 +1,197 @@
-"""Command line of select-augment: ``select-augment fit ... | reproduce [--quick]``."""
+"""Command line of select-augment: ``train``, ``evaluate``, ``reproduce [--quick|--smoke]``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
-from select_augment.config import Config, cpu
+from select_augment.config import AugConfig, LearnConfig, ScoreConfig, SelectConfig
 from select_augment.registry import METHOD
 
 
 @dataclass(frozen=True)
-class FitOptions(CommonOptions):
-    """Fit the method on generated data and write the run directory."""
+class TrainOptions(CommonOptions):
+    """Score the training set with CLIP once, then train a small CNN with per-epoch selection and targeted
+    augmentation (or a baseline selector); writes the model, the scores, the cost and the test accuracy."""
 
-    config: Config = cpu()
-    """The method's configuration."""
+    dataset: Literal["shapes", "digits", "folder"] = "shapes"
+    """shapes (tiny-CLIP test bed), digits (sklearn's, needs scikit-learn) or folder (an ImageFolder, --folder)."""
+    method: Literal["ours", "infobatch", "random", "full"] = "ours"
+    """Selector: ours (DynamicSelector + TargetedAugment), InfoBatch, random dynamic selection, or full data."""
+    regime: Literal["clean", "noisy", "ambiguous", "duplicates"] = "clean"
+    """shapes only: the training-set regime."""
+    n_train: int = 1200
+    """shapes only: training images."""
+    n_test: int = 1000
+    """shapes only: test images."""
+    folder: Path | None = None
+    """folder only: root of an ImageFolder (one sub-folder per class); a seeded 80/20 split gives the test set."""
+    clip_arch: str | None = None
+    """An open_clip architecture name for --clip-checkpoint (default: the shared tiny CLIP, built offline)."""
+    clip_checkpoint: Path | None = None
+    """A local open_clip weight file (nothing is downloaded)."""
+    prune_ratio: float = 0.8
+    """infobatch only: share of the well-learned samples pruned each epoch."""
+    score: ScoreConfig = field(default_factory=ScoreConfig)
+    select: SelectConfig = field(default_factory=SelectConfig)
+    aug: AugConfig = field(default_factory=AugConfig)
+    learn: LearnConfig = field(default_factory=LearnConfig)
 
 
-def fit_command(opts: FitOptions) -> int:
-    from icml25.registry import default_out
-    from icml25.rundir import RunDir
+@dataclass(frozen=True)
+class EvaluateOptions(CommonOptions):
+    """Evaluate a trained model (a ``select-augment train`` run directory) on freshly generated clean shapes."""
 
-    out = opts.out if opts.out is not None else default_out(METHOD.name)
-    with RunDir(out, overwrite=opts.overwrite, staged=True) as rd:  # --out is checked before anything is written
-        from select_augment.data import make_data
-        from select_augment.method import fit
+    run: Path = Path("runs/select-augment/latest")
+    """Run directory written by ``select-augment train``."""
+    n_test: int = 1000
+    """Test images (shapes, drawn with the evaluation --seed)."""
 
-        x, y, w_true = make_data(opts.config.n, opts.config.dim, noise=opts.config.noise, seed=opts.seed)
-        w = fit(x, y, ridge=opts.config.ridge)
-        rd.write_config(asdict(opts))
-        rd.write_json("fit.json", {"weight_error": float(((w - w_true) ** 2).sum() ** 0.5)})
+
+def _load_data(opts: TrainOptions):
+    import numpy as np
+
+    from select_augment import data
+    from select_augment.errors import SelectAugmentError
+
+    if opts.dataset == "shapes":
+        return (data.shapes(opts.n_train, regime=opts.regime, seed=opts.seed),
+                data.shapes(opts.n_test, seed=opts.seed, split="test"))
+    if opts.dataset == "digits":
+        return data.digits(seed=opts.seed, split="train"), data.digits(seed=opts.seed, split="test")
+    if opts.folder is None:
+        raise SelectAugmentError("--dataset folder needs --folder DIR")
+    full = data.image_folder(opts.folder)
+    perm = np.random.default_rng(opts.seed).permutation(len(full))
+    cut = int(0.8 * len(full))
+
+    def part(idx):
+        return data.ImageSet(full.images[idx], full.labels[idx], full.classnames, {}, full.prompt)
+
+    return part(perm[:cut]), part(perm[cut:])
+
+
+def _check_train(opts: TrainOptions) -> None:
+    from icml25.errors import check_positive
+
+    from select_augment.errors import SelectAugmentError
+
+    check_positive(opts, "n_train", "n_test", prefix="--")
+    if not 0.0 <= opts.prune_ratio < 1.0:
+        raise SelectAugmentError(f"--prune-ratio must be in [0, 1), got {opts.prune_ratio}")
+    if opts.dataset == "folder" and opts.folder is None:
+        raise SelectAugmentError("--dataset folder needs --folder DIR")
+    if opts.folder is not None and not Path(opts.folder).is_dir():
+        raise SelectAugmentError(f"--folder {str(opts.folder)!r} is not a directory")
+    if opts.clip_checkpoint is not None and not Path(opts.clip_checkpoint).is_file():
+        raise SelectAugmentError(f"--clip-checkpoint {str(opts.clip_checkpoint)!r}: no such file")
+    if (opts.clip_checkpoint is None) != (opts.clip_arch is None):
+        raise SelectAugmentError("--clip-arch and --clip-checkpoint go together")
+
+
+def train_command(opts: TrainOptions) -> int:
+    _check_train(opts)
+    rd = open_run_dir(METHOD.name, opts)  # staged: nothing is written before the inputs are checked
+    import json
+
+    import numpy as np
+    from icml25.checkpoint import save_model
+    from icml25.seeding import seed_everything
+
+    from select_augment.augment import TargetedAugment
+    from select_augment.data import clip_features, load_clip
+    from select_augment.scoring import score
+    from select_augment.selection import DynamicSelector, InfoBatch, LossPolicySelector
+    from select_augment.train import accuracy, train
+
+    seed_everything(opts.seed)
+    tr, te = _load_data(opts)
+    C = int(max(tr.labels.max(), te.labels.max())) + 1
+    if opts.dataset == "digits" and opts.clip_checkpoint is None:
+        # the tiny CLIP's vocabulary has no digit words: class prototypes stand in for the text features
+        bundle = load_clip()
+        from icml25.testbeds.clip import encode_images
+
+        z = encode_images(bundle, tr.images).double().numpy()
+        t = np.stack([z[tr.labels == c].mean(0) for c in range(C)])
+    else:
+        bundle = load_clip(str(opts.clip_checkpoint) if opts.clip_checkpoint else None, arch=opts.clip_arch)
+        z, t = clip_features(bundle, tr.images, tr.classnames, templates=(tr.prompt,))
+    s = opts.score
+    scores = score(z, tr.labels, text_features=t, k=s.k, temperature=s.temperature, consistency=s.consistency,
+                   density=s.density, gate=s.gate, q_noise=s.q_noise)
+    L, S, A = opts.learn, opts.select, opts.aug
+    n = len(tr)
+    targeting = A.targeting
+    if opts.method == "ours":
+        sel = DynamicSelector(scores, ratio=S.ratio, delta=S.delta, epochs=L.epochs, seed=opts.seed, eps=S.eps,
+                              weighting=S.weighting, max_weight=S.max_weight)
+    elif opts.method == "infobatch":
+        sel, targeting = InfoBatch(n, prune_ratio=opts.prune_ratio, delta=S.delta, epochs=L.epochs,
+                                   seed=opts.seed), "none"
+    else:
+        sel = LossPolicySelector(n, ratio=1.0 if opts.method == "full" else S.ratio, delta=S.delta, epochs=L.epochs,
+                                 seed=opts.seed)
+        targeting = "none"
+    aug = TargetedAugment((tr.images, tr.labels), sel, policy=A.policy, aug_ratio=A.aug_ratio, mode=A.mode,
+                          mix=A.mix, targeting=targeting, suitability=scores.suitability, num_classes=C,
+                          exclude_ops=A.exclude_ops, seed=opts.seed)
+    rd.write_config(json.loads(json.dumps(asdict(opts), default=str)))
+    rd.write_env(device="cpu")
+
+    def log(rec, model):
+        rd.log(rec["epoch"], **{k: v for k, v in rec.items() if k != "epoch"})
+
+    res = train(tr.images, tr.labels, augment=aug, epochs=L.epochs, num_classes=C, batch_size=L.batch_size,
+                lr=L.lr, width=L.width, downsample=L.downsample, seed=opts.seed, callback=log)
+    acc = accuracy(res.model, te.images, te.labels)
+    save_model(rd.path / "model", res.model, {"num_classes": C, "width": L.width, "downsample": L.downsample})
+    np.savez_compressed(rd.path / "scores.npz", consistency=scores.consistency, density=scores.density,
+                        u=scores.u, v=scores.v, suitability=scores.suitability, gate=scores.gate, labels=scores.labels)
+    summary = {"test_accuracy": acc, "cost_fraction": res.cost.fraction, "sample_steps": res.cost.total,
+               "clip_forward_images": n, "gated_out": int((~scores.gate).sum()), "seconds": res.seconds,
+               "selector_seconds": res.selector_seconds}
+    rd.write_json("results.json", summary)
     if not opts.quiet:
+        print(json.dumps(summary))
         print(f"written to {rd.target}")
+    return 0
+
+
+def evaluate_command(opts: EvaluateOptions) -> int:
+    import json
+
+    from icml25.checkpoint import load_model
+    from icml25.errors import check_positive, read_json
+
+    from select_augment.data import shapes
+    from select_augment.errors import SelectAugmentError
+    from select_augment.train import SmallCNN, accuracy
+
+    check_positive(opts, "n_test", prefix="--")
+    model_dir = Path(opts.run) / "model"
+    if not Path(opts.run).is_dir():
+        raise SelectAugmentError(f"--run {str(opts.run)!r} is not a directory; pass a `select-augment train` run")
+    cfg = read_json(Path(opts.run) / "config.json", what="--run config", required=("dataset",))
+    if cfg["dataset"] != "shapes":
+        raise SelectAugmentError("evaluate generates shapes; the run was trained on "
+                                 f"{cfg['dataset']!r} (its results.json holds the test accuracy)")
+    model = load_model(model_dir, lambda c: SmallCNN(c["num_classes"], width=c["width"],
+                                                     downsample=c["downsample"]))
+    te = shapes(opts.n_test, seed=opts.seed, split="test")
+    acc = accuracy(model, te.images, te.labels)
+    if not opts.quiet:
+        print(json.dumps({"test_accuracy": acc, "n_test": opts.n_test}))
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     return method_main(METHOD, {
-        "fit": (FitOptions, fit_command),
+        "train": (TrainOptions, train_command),
+        "evaluate": (EvaluateOptions, evaluate_command),
         "reproduce": (ReproduceOptions, reproduce_command(METHOD)),
     }, argv=argv)
