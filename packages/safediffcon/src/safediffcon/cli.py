@@ -5,22 +5,40 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
-from safediffcon.config import Config, cpu
+from safediffcon.config import Config
 from safediffcon.registry import METHOD
 
 SPLITS = ("train", "cal", "holdout", "val", "test")
 
 
 @dataclass(frozen=True)
+class ConfigArgs(Config):
+    """The method's configuration (every field of safediffcon.config.Config)."""
+
+    def __post_init__(self) -> None:  # checked by the command, so a bad value gives one `error:` line
+        pass
+
+
+def checked(cfg: Config) -> Config:
+    """``cfg`` as a validated :class:`Config`; a bad field raises one clear error naming ``--config.<field>``."""
+    from safediffcon.errors import SafediffconError
+
+    try:
+        return Config(**{f.name: getattr(cfg, f.name) for f in fields(Config)})
+    except ValueError as exc:
+        raise SafediffconError(f"--config: {exc}") from exc
+
+
+@dataclass(frozen=True)
 class MakeDataOptions(CommonOptions):
     """Generate the Burgers splits (train, cal, holdout, val, test) as burgers_{split}.h5 in the official layout."""
 
-    config: Config = cpu()
+    config: ConfigArgs = ConfigArgs()
     """Sizes, grid and amplitudes (the data fields of the config are used)."""
 
 
@@ -28,7 +46,7 @@ class MakeDataOptions(CommonOptions):
 class PretrainOptions(CommonOptions):
     """Pretrain the joint [u, f, s] diffusion model and save it under <out>/model."""
 
-    config: Config = cpu()
+    config: ConfigArgs = ConfigArgs()
     """The method's configuration."""
     data: Path | None = None
     """Folder of burgers_{split}.h5 files (make-data or the official ones); default: generate in memory."""
@@ -40,7 +58,7 @@ class PostTrainOptions(CommonOptions):
 
     model: Path = Path("runs/safediffcon/pretrain")
     """Run folder of `safediffcon pretrain` (holds model/)."""
-    config: Config = cpu()
+    config: ConfigArgs = ConfigArgs()
     """Post-training fields (post_epochs, post_steps, post_lr, batch_size) and the data fields."""
     data: Path | None = None
     """Folder of burgers_{split}.h5 files; default: generate in memory."""
@@ -52,7 +70,7 @@ class ControlOptions(CommonOptions):
 
     model: Path = Path("runs/safediffcon/post-train")
     """Run folder of `safediffcon post-train` or `pretrain` (holds model/)."""
-    config: Config = cpu()
+    config: ConfigArgs = ConfigArgs()
     """InfFT fields (infft_iters, infft_lr) and the data fields."""
     data: Path | None = None
     """Folder of burgers_{split}.h5 files; default: generate in memory."""
@@ -66,11 +84,12 @@ class EvaluateOptions(CommonOptions):
 
     controls: Path = Path("runs/safediffcon/control/controls.npz")
     """File with arrays u0 [N, nx], u_target [N, nx], f [N, 10, nx]."""
-    config: Config = cpu()
+    config: ConfigArgs = ConfigArgs()
     """Solver fields (nu, dt, u_bound)."""
 
 
 def _split(cfg: Config, split: str, seed: int):
+    cfg = checked(cfg)
     from safediffcon.data import make_split
 
     k = SPLITS.index(split)
@@ -104,6 +123,7 @@ def _model(run: Path):
 
 
 def make_data(opts: MakeDataOptions) -> int:
+    checked(opts.config)
     from safediffcon.data import save_h5
 
     rd = open_run_dir("safediffcon", opts)
@@ -120,11 +140,12 @@ def make_data(opts: MakeDataOptions) -> int:
 
 
 def pretrain(opts: PretrainOptions) -> int:
+    checked(opts.config)
     from icml25.seeding import seed_everything
 
     from safediffcon.method import SafeDiffCon
 
-    cfg = opts.config
+    cfg = checked(opts.config)
     train = _data(opts, "train")
     seed_everything(opts.seed)
     rd = open_run_dir("safediffcon", opts)
@@ -141,7 +162,8 @@ def pretrain(opts: PretrainOptions) -> int:
 
 
 def post_train(opts: PostTrainOptions) -> int:
-    cfg = opts.config
+    checked(opts.config)
+    cfg = checked(opts.config)
     model = _model(opts.model)
     train, cal = _data(opts, "train"), _data(opts, "cal")
     rd = open_run_dir("safediffcon", opts)
@@ -157,11 +179,12 @@ def post_train(opts: PostTrainOptions) -> int:
 
 
 def control(opts: ControlOptions) -> int:
+    checked(opts.config)
     import numpy as np
 
     from safediffcon.metrics import evaluate_control
 
-    cfg = opts.config
+    cfg = checked(opts.config)
     model = _model(opts.model)
     test, cal = _data(opts, "test"), _data(opts, "cal")
     model._check_conditions(test.u0, test.u_target)
@@ -181,13 +204,14 @@ def control(opts: ControlOptions) -> int:
 
 
 def evaluate(opts: EvaluateOptions) -> int:
+    checked(opts.config)
     import numpy as np
     import torch
 
     from safediffcon.errors import SafediffconError
     from safediffcon.metrics import evaluate_control
 
-    cfg = opts.config
+    cfg = checked(opts.config)
     p = Path(opts.controls)
     if not p.is_file():
         raise SafediffconError(f"--controls {str(p)!r}: no such file (write one with `safediffcon control`)")

@@ -52,7 +52,7 @@ class SafeDiffCon:
     """
 
     def __init__(self, *, nx: int = 64, nu: float = 0.01, dt: float = 1e-3, dim: int = 16,
-                 mults: tuple[int, ...] = (1, 2, 4), timesteps: int = 200, scaler: float = 5.0,
+                 mults: tuple[int, ...] = (1, 2, 4), timesteps: int = 200, scaler: float = 2.0,
                  u_bound: float = 0.8, alpha: float = 0.98, weight_lambda: float = 2500.0,
                  guidance_lambda: float = 500.0, ddim_steps: int = 20, eta: float = 1.0,
                  quantile_method: str = "weighted", official_safety_row_mask: bool = False, seed: int = 0):
@@ -251,7 +251,7 @@ class SafeDiffCon:
             opt.step()
             sched.step()
             self.net.eval()
-            self.history["infft_loss"].append(float(loss))
+            self.history["infft_loss"].append(loss.item())
             qs.append(self.calibrate(cal, Q_prev=self.Q, extra_Q=extra_Q))
         self.history["infft_Q"] += qs
         return qs
