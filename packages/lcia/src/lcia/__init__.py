@@ -1,4 +1,4 @@
-"""lcia: Large Continual Instruction Assistant (ICML 2025).
+"""lcia: Large Continual Instruction Assistant (ICML 2025) — DEMA and instruction grouping for continual LoRA.
 
 Import is cheap: public names resolve on first use.
 """
@@ -7,10 +7,25 @@ from icml25.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+_getattr, __dir__, __all__ = lazy_exports(__name__, {
     "Config": "lcia.config",
-    "fit": "lcia.method",
-    "predict": "lcia.method",
-    "make_data": "lcia.data",
+    "DEMA": "lcia.dema",
+    "dema_alpha": "lcia.dema",
+    "dema_callback": "lcia.dema",
+    "InstructionRouter": "lcia.grouping",
+    "tfidf_similarity": "lcia.grouping",
+    "run_stream": "lcia.continual",
+    "ContinualLearner": "lcia.continual",
+    "default_stream": "lcia.data",
+    "load_jsonl_stream": "lcia.data",
     "LciaError": "lcia.errors",
 })
+__all__ = [*__all__, "metrics"]
+
+
+def __getattr__(name: str):
+    if name == "metrics":  # the submodule lcia.metrics (forgetting, bwt, average_accuracy)
+        import importlib
+
+        return importlib.import_module("lcia.metrics")
+    return _getattr(name)

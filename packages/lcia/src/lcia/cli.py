@@ -1,44 +1,148 @@
-"""Command line of lcia: ``lcia fit ... | reproduce [--quick]``."""
+"""Command line of lcia: ``lcia train | evaluate | reproduce [--quick|--smoke]``."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Literal
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from lcia.config import Config, cpu
+from lcia.errors import LciaError
 from lcia.registry import METHOD
 
 
 @dataclass(frozen=True)
-class FitOptions(CommonOptions):
-    """Fit the method on generated data and write the run directory."""
+class TrainOptions(CommonOptions):
+    """Train one continual method on a task stream, task after task, and write the run folder (accuracy matrix,
+    Avg/forgetting/BWT, the codebook and the LoRA adapters as safetensors)."""
 
     config: Config = cpu()
     """The method's configuration."""
+    method: Literal["lcia", "dema", "fixed_ema", "sequential"] = "lcia"
+    """Continual method."""
+    tasks: Path | None = None
+    """JSONL task stream (lines with task, prompt, answer[, split]); default: the synthetic six-task stream."""
+    model: str = "tiny"
+    """Base model: 'tiny' (the icml25 test-bed Llama, pre-trained and cached) or a local folder / hub id."""
 
 
-def fit_command(opts: FitOptions) -> int:
-    from icml25.registry import default_out
-    from icml25.rundir import RunDir
+@dataclass(frozen=True)
+class EvaluateOptions(CommonOptions):
+    """Evaluate a trained run (its adapters and codebook) on every task of a stream."""
 
-    out = opts.out if opts.out is not None else default_out(METHOD.name)
-    with RunDir(out, overwrite=opts.overwrite, staged=True) as rd:  # --out is checked before anything is written
-        from lcia.data import make_data
-        from lcia.method import fit
+    run: Path = Path("runs/lcia/latest")
+    """Run folder written by `lcia train`."""
+    tasks: Path | None = None
+    """JSONL task stream; default: the stream the run was trained on."""
+    split: Literal["test", "val", "train"] = "test"
+    """Split to score."""
 
-        x, y, w_true = make_data(opts.config.n, opts.config.dim, noise=opts.config.noise, seed=opts.seed)
-        w = fit(x, y, ridge=opts.config.ridge)
-        rd.write_config(asdict(opts))
-        rd.write_json("fit.json", {"weight_error": float(((w - w_true) ** 2).sum() ** 0.5)})
+
+def _stream(tasks: Path | None, cfg: Config, seed: int):
+    from lcia.data import default_stream, load_jsonl_stream
+
+    if tasks is not None:
+        return load_jsonl_stream(tasks)
+    return default_stream(cfg.n_train, seed=seed, n_eval=cfg.n_eval, tasks=list(cfg.tasks))
+
+
+def _base(model: str, cfg: Config, quiet: bool):
+    from lcia.continual import load_base, tiny_base
+
+    return tiny_base(cfg, progress=not quiet) if model == "tiny" else load_base(model)
+
+
+def train_command(opts: TrainOptions) -> int:
+    from icml25.seeding import seed_everything
+
+    from lcia.continual import check_fits, run_stream
+    from lcia.metrics import average_accuracy, bwt, forgetting
+
+    tasks = _stream(opts.tasks, opts.config, opts.seed)  # validated before anything is written
+    seed_everything(opts.seed)
+    base, tok = _base(opts.model, opts.config, opts.quiet)
+    check_fits(tasks, base, tok)
+    rd = open_run_dir(METHOD.name, opts)
+    r = run_stream(base, tok, tasks, opts.config, method=opts.method, seed=opts.seed)
+    A, learner = r["acc"], r["learner"]
+    results = {
+        "method": opts.method, "tasks": [t.name for t in tasks],
+        "accuracy_matrix": [[None if v != v else float(v) for v in row] for row in A],
+        "avg": average_accuracy(A), "forgetting": forgetting(A), "bwt": bwt(A),
+        "stages": [asdict(s) for s in r["stages"]], "adapters": learner.adapters,
+    }
+    rd.write_config({**json.loads(json.dumps(asdict(opts), default=str))})
+    rd.write_json("results.json", results)
+    learner.model.save_pretrained(str(rd.path / "adapters"))
+    if learner.router is not None:
+        learner.router.save(rd.path / "codebook.json")
+    rd.write_json("task_groups.json", learner.task_groups)
     if not opts.quiet:
+        print(f"{opts.method}: Avg {results['avg']:.3f}  forgetting {results['forgetting']:.3f}  "
+              f"BWT {results['bwt']:.3f}")
+        print(f"written to {rd.target}")
+    return 0
+
+
+def evaluate_command(opts: EvaluateOptions) -> int:
+    from icml25.errors import read_json
+
+    from lcia.continual import ContinualLearner, check_fits
+    from lcia.grouping import InstructionRouter
+
+    run = Path(opts.run)
+    if not run.is_dir():
+        raise LciaError(f"--run {str(run)!r} is not a folder written by `lcia train`")
+    conf = read_json(run / "config.json", what="run config", required=("config", "method", "model", "seed"))
+    res = read_json(run / "results.json", what="run results", required=("adapters", "tasks"))
+    try:
+        cfg = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in conf["config"].items()})
+    except TypeError as exc:
+        raise LciaError(f"{run / 'config.json'}: config has unknown or missing fields ({exc})") from None
+    tasks_path = opts.tasks if opts.tasks is not None else (Path(conf["tasks"]) if conf.get("tasks") else None)
+    tasks = _stream(tasks_path, cfg, int(conf["seed"]))
+    base, tok = _base(conf["model"], cfg, opts.quiet)
+    check_fits(tasks, base, tok)
+    rd = open_run_dir(METHOD.name, opts)
+    from peft import PeftModel
+
+    learner = ContinualLearner(base, tok, cfg, conf["method"], seed=int(conf["seed"]))
+    adapters_dir = run / "adapters"
+    for i, name in enumerate(res["adapters"]):
+        path = adapters_dir if name == "default" else adapters_dir / name
+        if not (path / "adapter_config.json").is_file():
+            raise LciaError(f"adapter {name!r} is missing from {str(adapters_dir)!r}")
+        if i == 0:
+            import copy
+
+            learner.model = PeftModel.from_pretrained(copy.deepcopy(base), str(path), adapter_name=name)
+        else:
+            learner.model.load_adapter(str(path), adapter_name=name)
+        learner.adapters.append(name)
+    if conf["method"] == "lcia":
+        learner.router = InstructionRouter.load(run / "codebook.json")
+        learner.task_groups = read_json(run / "task_groups.json", what="task groups")
+    accs = {t.name: learner.evaluate(getattr(t, opts.split), task=t.name) for t in tasks if getattr(t, opts.split)}
+    rd.write_config({**json.loads(json.dumps(asdict(opts), default=str))})
+    rd.write_json("evaluate.json", {"split": opts.split, "accuracy": accs,
+                                    "avg": sum(accs.values()) / max(len(accs), 1)})
+    if not opts.quiet:
+        for k, v in accs.items():
+            print(f"{k:>12s}  {v:.3f}")
         print(f"written to {rd.target}")
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     return method_main(METHOD, {
-        "fit": (FitOptions, fit_command),
+        "train": (TrainOptions, train_command),
+        "evaluate": (EvaluateOptions, evaluate_command),
         "reproduce": (ReproduceOptions, reproduce_command(METHOD)),
     }, argv=argv)
+
+
+__all__ = ["main", "TrainOptions", "EvaluateOptions", "replace"]

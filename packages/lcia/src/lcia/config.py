@@ -1,45 +1,120 @@
-"""Configuration of lcia: one frozen dataclass per concern, named presets, and the reproduce budgets.
+"""Configuration of lcia: one frozen dataclass, named presets, and the reproduce budgets.
 
 The CLI is generated from these dataclasses (tyro); the field docstrings are the help text.
-REPLACE the example fields with the method's own (keep the presets and the budgets).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
+from typing import Literal
 
-from icml25.errors import check_non_negative, check_positive
+from icml25.errors import check_positive
 from icml25.experiment import Budgets
+
+from lcia.errors import LciaError
+
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 @dataclass(frozen=True)
 class Config:
-    """Example method (ridge regression on data with a known ground truth)."""
+    """LCIA on a stream of instruction tasks with LoRA (peft) over a causal LM."""
 
-    n: int = 400
-    """Training examples."""
-    dim: int = 8
-    """Input dimension."""
-    noise: float = 0.1
-    """Noise standard deviation of the targets."""
-    ridge: float = 1e-3
-    """Ridge penalty lambda of the closed form w = (X^T X + lambda I)^-1 X^T y."""
+    # ---- data
+    tasks: tuple[str, ...] = ("add", "reverse", "sort", "sum", "count", "subtract")
+    """Tasks of the synthetic stream, in training order."""
+    n_train: int = 1000
+    """Training examples per task (the issue's ≈1,000)."""
+    n_eval: int = 64
+    """Validation and test examples per task."""
+    # ---- LoRA and training (the same for every method)
+    rank: int = 8
+    """LoRA rank r."""
+    lora_alpha: float = 16.0
+    """LoRA scaling alpha (the update is alpha/r · B A)."""
+    steps: int = 32
+    """Optimizer steps per task (the joint-training reference gets steps × tasks)."""
+    batch_size: int = 32
+    """Examples per optimizer step."""
+    grad_accum: int = 1
+    """Micro-batches per optimizer step (DEMA updates once per optimizer step)."""
+    lr: float = 5e-3
+    """AdamW learning rate, shared by every method (reproduce tunes it on validation, see lr_grid)."""
+    lr_grid: tuple[float, ...] = ()
+    """Learning rates tried on the validation split by reproduce, alike for LCIA and sequential LoRA (empty: no
+    tuning, every method uses lr)."""
+    # ---- DEMA
+    fallback_alpha: float = 0.01
+    """α used when the DEMA closed form does not apply (0.01 = stable EMA β 0.99, the paper's and code's)."""
+    fixed_alpha: float = 0.01
+    """α of the fixed ('stable') EMA baseline (β = 1 − α = 0.99)."""
+    clip_alpha: bool = False
+    """Non-official: map α ≥ 1 to 1 (full plasticity) instead of the fallback."""
+    ema_dtype: Literal["float32", "param"] = "float32"
+    """Dtype of θ*: float32 (ours) or the parameter's dtype (released code)."""
+    # ---- grouping
+    tau: float = 0.3
+    """Similarity threshold τ ∈ [0, 1] (0.9 for fixed templates, 0.3 for diverse ones)."""
+    aggregate: Literal["mean_pair", "best_match"] = "mean_pair"
+    """Group score: mean over template pairs (official) or mean best match (non-official)."""
+    expand_init: Literal["fresh", "previous"] = "fresh"
+    """A new group's adapter: freshly initialised (paper) or a copy of the previous task's (released scripts)."""
+    routing: Literal["instance", "oracle"] = "instance"
+    """Test-time routing: each instance by its own instruction (paper) or the task's recorded group (oracle)."""
+    # ---- base model (tiny Llama of the icml25 test bed, pre-trained once and cached)
+    pretrain_steps: int = 800
+    """Pre-training steps of the tiny Llama on the test bed's raw task mix (cached across runs)."""
+    hidden_size: int = 96
+    """Hidden size of the tiny Llama."""
+    num_layers: int = 3
+    """Layers of the tiny Llama."""
     seeds: int = 5
     """Seeds of a reproduce run."""
 
     def __post_init__(self) -> None:
-        check_positive(self, "n", "dim", "seeds")
-        check_non_negative(self, "noise", "ridge")
+        check_positive(self, "n_train", "n_eval", "rank", "steps", "batch_size", "grad_accum", "hidden_size",
+                       "num_layers", "seeds")
+        check_positive(self, "pretrain_steps")
+        from lcia.data import DEFAULT_STREAM
+
+        if not self.tasks:
+            raise LciaError("tasks must name at least one task (the task stream is empty)")
+        for t in self.tasks:
+            if t not in DEFAULT_STREAM:
+                raise LciaError(f"tasks: each must be one of {list(DEFAULT_STREAM)}, got {t!r}")
+        for name in ("lr", "lora_alpha"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise LciaError(f"{name} must be a finite number > 0, got {v!r}")
+        for v in self.lr_grid:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise LciaError(f"lr_grid values must be finite numbers > 0, got {v!r}")
+        for name in ("fallback_alpha", "fixed_alpha"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < float(v) < 1.0:
+                raise LciaError(f"{name} must be in the open interval (0, 1), got {v!r}")
+        if isinstance(self.tau, bool) or not isinstance(self.tau, (int, float)) or not 0.0 <= float(self.tau) <= 1.0:
+            raise LciaError(f"tau must be in [0, 1], got {self.tau!r}")
+        for name, allowed in (("ema_dtype", ("float32", "param")), ("aggregate", ("mean_pair", "best_match")),
+                              ("expand_init", ("fresh", "previous")), ("routing", ("instance", "oracle"))):
+            if getattr(self, name) not in allowed:
+                raise LciaError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
 
 
 def paper() -> Config:
-    """The paper's settings."""
+    """The paper's LoRA settings where they transfer (r 128/α 256 on LLaVA; here r 8/α 16 per the CPU plan)."""
     return Config()
 
 
 def cpu() -> Config:
-    """Our CPU-scale settings."""
-    return replace(paper(), n=200)
+    """Our CPU-scale settings (what reproduce's full budget runs)."""
+    return Config()
 
 
-BUDGETS = Budgets(smoke=replace(cpu(), n=50, seeds=1), quick=replace(cpu(), seeds=3), full=replace(paper(), seeds=5))
+BUDGETS = Budgets(
+    smoke=replace(cpu(), tasks=("add", "reverse", "sum"), n_train=64, n_eval=8, steps=2, batch_size=8,
+                  pretrain_steps=20, hidden_size=32, num_layers=1, lr_grid=(1e-3, 3e-3), seeds=1),
+    quick=replace(cpu(), tasks=("add", "sum", "subtract"), n_eval=48, steps=15, seeds=3),
+    full=replace(cpu(), seeds=5),
+)

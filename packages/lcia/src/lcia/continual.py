@@ -1,0 +1,333 @@
+"""Continual instruction tuning with LoRA (peft): the LCIA learner and the baselines it is compared with.
+
+Methods (all with the same LoRA rank, learning rate, steps per task, task order and seeds):
+
+- ``sequential``  one LoRA adapter trained on task after task (plain sequential fine-tuning);
+- ``fixed_ema``   + a fixed EMA θ* = 0.99 θ* + 0.01 θ after every step, written back at each task's end;
+- ``dema``        + DEMA (the dynamic coefficient of :mod:`lcia.dema`) instead, no grouping;
+- ``lcia``        DEMA + instruction grouping (:mod:`lcia.grouping`): one peft adapter per group
+                  (``add_adapter``/``set_adapter``); *retrain* a similar group with DEMA on, *expand* with a new
+                  adapter with DEMA off; at test time each instance is routed by its own instruction;
+- ``joint``       reference: one adapter trained on the mixture of all tasks (steps × tasks steps);
+- ``oracle``      reference: a fresh adapter per task, evaluated with its own adapter (oracle routing).
+
+The accuracy matrix ``A[i, j]`` (greedy exact match on task ``j``'s split after stage ``i``) feeds
+:mod:`lcia.metrics`.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from icml25.testbeds.lm import Example, encode_examples, generate
+
+from lcia.config import LORA_TARGETS, Config
+from lcia.data import Task, check_stream, template_of
+from lcia.dema import DEMA
+from lcia.errors import LciaError
+from lcia.grouping import InstructionRouter
+
+CONTINUAL = ("sequential", "fixed_ema", "dema", "lcia")
+METHODS = (*CONTINUAL, "joint", "oracle")
+
+
+# --------------------------------------------------------------------------------------------------- base model
+def tiny_base(cfg: Config, *, progress: bool = False) -> tuple[Any, Any]:
+    """The tiny Llama of the icml25 test bed, pre-trained (cached) on its raw task mix (add, sub, reverse, sort,
+    count in the bare formats ``37+48=``, ``reverse abcde=``, ...), so each instruction task must be learned by LoRA:
+    the instruction words are the only cue that tells ``add`` from ``subtract`` on the payload ``37 48``."""
+    from icml25.testbeds.lm import pretrained_tiny_lm
+
+    return pretrained_tiny_lm(["add", "sub", "reverse", "sort", "count"], steps=cfg.pretrain_steps, seed=0,
+                              hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, progress=progress)
+
+
+def load_base(path: str) -> tuple[Any, Any]:
+    """A user's causal LM and tokenizer from a local folder or hub id (offline: cache only)."""
+    try:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path)
+    except OSError as exc:
+        raise LciaError(f"model {path!r} could not be loaded (a local folder, or a hub id with network access): "
+                        f"{str(exc).splitlines()[0]}") from None
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "left"
+    if tok.bos_token_id is None:
+        tok.bos_token = tok.eos_token
+    return model, tok
+
+
+def lora_config(cfg: Config, targets: Sequence[str] = LORA_TARGETS) -> Any:
+    from peft import LoraConfig
+
+    return LoraConfig(r=cfg.rank, lora_alpha=cfg.lora_alpha, target_modules=list(targets), lora_dropout=0.0,
+                      bias="none", task_type="CAUSAL_LM")
+
+
+def _targets(model: Any) -> list[str]:
+    names = {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    found = [t for t in LORA_TARGETS if t in names]
+    if not found:  # not a Llama-style model: every linear layer except the output head
+        found = sorted(names - {"lm_head"})
+    return found
+
+
+def _context(model: Any) -> int | None:
+    return getattr(getattr(model, "config", None), "max_position_embeddings", None)
+
+
+def check_fits(tasks: Sequence[Task], model: Any, tokenizer: Any) -> None:
+    """Every ``<s> prompt answer </s>`` of every task must fit the model's context (clear error otherwise)."""
+    limit = _context(model)
+    check_stream(tasks)
+    if limit is None:
+        return
+    for t in tasks:
+        for ex in t.train + t.val + t.test:
+            n = len(tokenizer(ex.prompt + ex.answer, add_special_tokens=False)["input_ids"]) + 2
+            if n > limit:
+                raise LciaError(f"task {t.name!r}: prompt {ex.prompt[:40]!r} needs {n} positions but the model's "
+                                f"context is {limit}; shorten the prompts")
+
+
+# ------------------------------------------------------------------------------------------------ training
+def train_steps(model: Any, tokenizer: Any, examples: Sequence[Example], *, steps: int, lr: float, batch_size: int,
+                seed: int, grad_accum: int = 1, dema: DEMA | None = None) -> list[float]:
+    """``steps`` AdamW optimizer steps on the trainable tensors (cross-entropy on answer tokens and ``</s>``);
+    ``grad_accum`` micro-batches of ``batch_size // grad_accum`` per step; ``dema.update()`` once after every
+    ``optimizer.step()`` (the gradient it sees is the full accumulated one, unclipped). Returns per-step losses."""
+    if not examples:
+        raise LciaError("a task has no training examples")
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise LciaError("the model has no trainable tensors")
+    data = encode_examples(tokenizer, list(examples))
+    lengths = data["attention_mask"].sum(1)
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    gen = torch.Generator().manual_seed(int(seed))
+    n = len(examples)
+    micro = max(1, batch_size // grad_accum)
+    perm, pos = torch.randperm(n, generator=gen), 0
+    losses: list[float] = []
+    model.train()
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        total = 0.0
+        for _ in range(grad_accum):
+            if pos + micro > n:
+                perm, pos = torch.randperm(n, generator=gen), 0
+            idx = perm[pos:pos + micro]
+            pos += micro
+            T = int(lengths[idx].max())
+            batch = {k: v[idx, :T] for k, v in data.items()}
+            loss = model(**batch).loss / grad_accum
+            loss.backward()
+            total += float(loss.detach())
+        if not np.isfinite(total):
+            raise LciaError(f"training diverged (loss {total}) at step {len(losses)}; lower the learning rate")
+        opt.step()
+        if dema is not None:
+            dema.update()
+        losses.append(total)
+    model.eval()
+    return losses
+
+
+def exact_match(model: Any, tokenizer: Any, examples: Sequence[Example]) -> float:
+    """Greedy exact-match accuracy (generation stops at ``</s>``)."""
+    if not examples:
+        raise LciaError("no examples to evaluate")
+    max_new = max(len(tokenizer(e.answer, add_special_tokens=False)["input_ids"]) for e in examples) + 1
+    preds = generate(model, tokenizer, [e.prompt for e in examples], max_new_tokens=max_new)
+    return float(np.mean([p == e.answer for p, e in zip(preds, examples)]))
+
+
+def _seeded(seed: int):
+    rng = torch.random.fork_rng(devices=[])
+    rng.__enter__()
+    torch.manual_seed(int(seed))
+    return rng
+
+
+# ------------------------------------------------------------------------------------------------ learner
+@dataclass
+class StageInfo:
+    task: str
+    group: int | None = None
+    decision: str | None = None
+    dema: dict[str, Any] | None = None
+    seconds: float = 0.0
+    final_loss: float = float("nan")
+
+
+@dataclass
+class ContinualLearner:
+    """One continual method over a copy of ``base`` (the base model is never modified)."""
+
+    base: Any
+    tokenizer: Any
+    cfg: Config
+    method: str
+    seed: int = 0
+    model: Any = None
+    router: InstructionRouter | None = None
+    task_groups: dict[str, int] = field(default_factory=dict)
+    stages: list[StageInfo] = field(default_factory=list)
+    adapters: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.method not in CONTINUAL:
+            raise LciaError(f"method must be one of {CONTINUAL}, got {self.method!r}")
+        if self.method == "lcia":
+            self.router = InstructionRouter(tau=self.cfg.tau, aggregate=self.cfg.aggregate)
+
+    # -- adapters
+    def _new_adapter(self, name: str, init_seed: int, copy_from: str | None = None) -> None:
+        from peft import get_peft_model
+
+        if name in self.adapters:
+            raise LciaError(f"adapter name {name!r} already exists; adapter names must be unique")
+        rng = _seeded(init_seed)
+        try:
+            if self.model is None:
+                self.model = get_peft_model(copy.deepcopy(self.base), lora_config(self.cfg, _targets(self.base)),
+                                            adapter_name=name)
+            else:
+                self.model.add_adapter(name, lora_config(self.cfg, _targets(self.base)))
+        finally:
+            rng.__exit__(None, None, None)
+        self.adapters.append(name)
+        if copy_from is not None:
+            with torch.no_grad():
+                params = dict(self.model.named_parameters())
+                for n, p in params.items():
+                    if f".{copy_from}." in n:
+                        params[n.replace(f".{copy_from}.", f".{name}.")].copy_(p)
+        self.model.set_adapter(name)
+
+    def _trainable(self) -> list[str]:
+        return [n for n, p in self.model.named_parameters() if p.requires_grad]
+
+    def learn(self, task: Task, index: int) -> StageInfo:
+        """Train on one task (stage ``index``) as the method prescribes."""
+        t0 = time.perf_counter()
+        info = StageInfo(task=task.name)
+        init_seed = 1_000 * self.seed + index
+        use_dema, fixed = False, None
+        if self.method == "lcia":
+            group, decision = self.router.assign(task.templates)
+            info.group, info.decision = group, decision
+            name = f"group{group}"
+            if decision == "expand":
+                prev = self.adapters[-1] if (self.cfg.expand_init == "previous" and self.adapters) else None
+                self._new_adapter(name, init_seed, copy_from=prev)
+            else:
+                self.model.set_adapter(name)
+                use_dema = True
+            self.task_groups[task.name] = group
+        else:
+            if self.model is None:
+                self._new_adapter("default", init_seed)
+            use_dema = self.method in ("fixed_ema", "dema")
+            fixed = self.cfg.fixed_alpha if self.method == "fixed_ema" else None
+        trainable = self._trainable()
+        active = self.model.active_adapter if isinstance(self.model.active_adapter, str) else None
+        if active is not None and any(f".{active}." not in n for n in trainable):  # pragma: no cover - peft change
+            raise RuntimeError("peft made tensors of a non-active adapter trainable")
+        dema = None
+        if use_dema:
+            dema = DEMA(self.model, fallback_alpha=self.cfg.fallback_alpha, fixed_alpha=fixed,
+                        clip_alpha=self.cfg.clip_alpha, ema_dtype=self.cfg.ema_dtype)
+        losses = train_steps(self.model, self.tokenizer, task.train, steps=self.cfg.steps, lr=self.cfg.lr,
+                             batch_size=self.cfg.batch_size, grad_accum=self.cfg.grad_accum,
+                             seed=10_000 * self.seed + index, dema=dema)
+        if dema is not None:
+            dema.replace()
+            info.dema = dema.summary()
+        info.final_loss = float(np.mean(losses[-5:])) if losses else float("nan")
+        info.seconds = time.perf_counter() - t0
+        self.stages.append(info)
+        return info
+
+    def route(self, prompt: str) -> str:
+        """Adapter that answers ``prompt`` (lcia: by its instruction; others: the single adapter)."""
+        if self.method != "lcia":
+            return "default"
+        return f"group{self.router.route(template_of(prompt))}"
+
+    def evaluate(self, examples: Sequence[Example], *, task: str | None = None) -> float:
+        """Exact match on ``examples``; lcia routes each instance (or by the task's group with oracle routing)."""
+        if self.model is None:
+            raise LciaError("evaluate before any task was learned")
+        if self.method != "lcia":
+            return exact_match(self.model, self.tokenizer, examples)
+        by_adapter: dict[str, list[Example]] = {}
+        cache: dict[str, str] = {}
+        for ex in examples:
+            if self.cfg.routing == "oracle" and task is not None and task in self.task_groups:
+                name = f"group{self.task_groups[task]}"
+            else:
+                key = template_of(ex.prompt)
+                if key not in cache:
+                    cache[key] = self.route(ex.prompt)
+                name = cache[key]
+            by_adapter.setdefault(name, []).append(ex)
+        correct = 0.0
+        for name, exs in by_adapter.items():
+            self.model.set_adapter(name)
+            correct += exact_match(self.model, self.tokenizer, exs) * len(exs)
+        return correct / len(examples)
+
+
+def run_stream(base: Any, tokenizer: Any, tasks: Sequence[Task], cfg: Config, *, method: str, seed: int,
+               split: str = "test") -> dict[str, Any]:
+    """Train ``method`` on ``tasks`` in order; after each stage evaluate every task seen so far on ``split``.
+
+    Returns ``{"acc": A [T, T] (NaN above the diagonal), "stages": [...], "learner": ContinualLearner}``; the
+    references ``joint`` and ``oracle`` return only the final row, the diagonal and the final row coinciding for
+    ``oracle``.
+    """
+    check_fits(tasks, base, tokenizer)
+    T = len(tasks)
+    A = np.full((T, T), np.nan)
+    if method == "joint":
+        return _run_joint(base, tokenizer, tasks, cfg, seed=seed, split=split)
+    if method == "oracle":
+        return _run_oracle(base, tokenizer, tasks, cfg, seed=seed, split=split)
+    learner = ContinualLearner(base, tokenizer, cfg, method, seed=seed)
+    for i, task in enumerate(tasks):
+        learner.learn(task, i)
+        for j in range(i + 1):
+            A[i, j] = learner.evaluate(getattr(tasks[j], split), task=tasks[j].name)
+    return {"acc": A, "stages": learner.stages, "learner": learner}
+
+
+def _run_joint(base, tokenizer, tasks, cfg, *, seed, split):
+    learner = ContinualLearner(base, tokenizer, cfg, "sequential", seed=seed)
+    learner._new_adapter("default", 1_000 * seed)
+    mixed = [ex for t in tasks for ex in t.train]
+    t0 = time.perf_counter()
+    losses = train_steps(learner.model, tokenizer, mixed, steps=cfg.steps * len(tasks), lr=cfg.lr,
+                         batch_size=cfg.batch_size, grad_accum=cfg.grad_accum, seed=10_000 * seed)
+    final = np.array([learner.evaluate(getattr(t, split)) for t in tasks])
+    info = StageInfo(task="all", seconds=time.perf_counter() - t0, final_loss=float(np.mean(losses[-5:])))
+    return {"final": final, "stages": [info], "learner": learner}
+
+
+def _run_oracle(base, tokenizer, tasks, cfg, *, seed, split):
+    final, stages = [], []
+    for i, t in enumerate(tasks):
+        learner = ContinualLearner(base, tokenizer, cfg, "sequential", seed=seed)
+        learner.learn(t, i)  # same init and batch seeds as stage i of the continual methods
+        final.append(learner.evaluate(getattr(t, split)))
+        stages += learner.stages
+    return {"final": np.array(final), "stages": stages, "learner": None}
