@@ -17,7 +17,7 @@ subtract    ``take the difference``        ``take the difference: 8 3=``        
 
 ``sum`` is a paraphrase of ``add`` built to be *retrained* into group 1 at τ = 0.3 (TF-IDF similarity 0.336 to
 "add the two numbers", 0 to every other template); ``subtract`` shares the payload format of ``add`` (only the
-instruction tells the operations apart; the base model was pre-trained on ``7+8=`` and ``8-3=`` with operators), so a single sequentially fine-tuned adapter interferes. The designed
+instruction tells the operations apart; the base model was pre-trained on the test bed's ``37+48=`` and ``45-07=``), so a single sequentially fine-tuned adapter interferes. The designed
 grouping is therefore ``[1, 2, 3, 1, 4, 5]`` with decisions ``expand, expand, expand, retrain, expand, expand``.
 
 Splits of the string tasks are by payload: ``crc32(payload) % 10 == 0`` is test, ``== 1`` validation, the rest
