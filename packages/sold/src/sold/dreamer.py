@@ -220,4 +220,5 @@ class ImaginationLearner(nn.Module):
             for pt, p in zip(self.target_critic.parameters(), self.critic.parameters()):
                 pt.mul_(self.target_decay).add_((1 - self.target_decay) * p)
         return {"actor_loss": float(actor_loss.detach()), "critic_loss": float(critic_loss.detach()),
-                "imagined_return": float(returns.mean()), "entropy": float(ent.mean()), "scale": float(scale)}
+                "imagined_return": float(returns.mean().detach()), "entropy": float(ent.mean().detach()),
+                "scale": float(scale)}
