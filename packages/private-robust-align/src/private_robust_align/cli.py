@@ -1,4 +1,5 @@
-"""Command line of private-robust-align: ``simulate``, ``fit``, ``dpo-demo``, ``reproduce [--quick|--smoke]``.
+"""Command line of private-robust-align: ``simulate``, ``fit``, ``privatize-pairs``, ``dpo-demo``,
+``reproduce [--quick|--smoke]``.
 
 ``python -m private_robust_align`` works too.
 """
@@ -54,6 +55,45 @@ class DpoDemoOptions(BaseOptions):
     """Learning rate (same for both losses)."""
     beta: float = 0.1
     """DPO β."""
+
+
+@dataclass(frozen=True)
+class PrivatizePairsOptions(BaseOptions):
+    """Randomized response on your own preference pairs: swap each (chosen, rejected) with probability
+    ρ(ε) = 1/(1 + e^ε) and write released.jsonl (trl's prompt/chosen/rejected format, other fields kept).
+    Train on it with trl DPO loss_type="robust", label_smoothing=ρ (printed)."""
+
+    data: Path = Path("pairs.jsonl")
+    """A .jsonl file (one {"prompt", "chosen", "rejected"} object a line) or a .json list of them."""
+    epsilon: float = 1.0
+    """ε of randomized response (> 0; inf releases the pairs unchanged)."""
+
+
+def privatize_pairs(opts: PrivatizePairsOptions) -> int:
+    import json
+
+    import numpy as np
+    from icml25.cli_helpers import check_out, open_run_dir
+
+    from private_robust_align.dpo import load_pairs, rr_swap_pairs
+    from private_robust_align.errors import check_epsilon
+    from private_robust_align.mechanism import flip_rate
+
+    rho = flip_rate(check_epsilon(opts.epsilon, "--epsilon"))
+    check_out(opts)
+    rows = load_pairs(opts.data)
+    released, _ = rr_swap_pairs(rows, epsilon=opts.epsilon, rng=np.random.default_rng(opts.seed))
+    rd = open_run_dir(METHOD.name, opts)
+    rd.write_config({**asdict(opts), "data": str(opts.data), "out": str(opts.out), "flip_rate": rho, "n": len(rows)})
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in released)
+    from icml25.io import atomic_write_text
+
+    atomic_write_text(rd.path / "released.jsonl", text)
+    if not opts.quiet:
+        print(f"{len(rows)} pairs released with randomized response (ε = {opts.epsilon:g}, swap probability "
+              f"ρ = {rho:.4f}) to {rd.target / 'released.jsonl'}; train with trl DPOConfig(loss_type=\"robust\", "
+              f"label_smoothing={rho:.4f})")
+    return 0
 
 
 def _load_data(path: Path):
@@ -180,6 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return method_main(METHOD, {
         "simulate": (SimulateOptions, simulate),
         "fit": (FitOptions, fit),
+        "privatize-pairs": (PrivatizePairsOptions, privatize_pairs),
         "dpo-demo": (DpoDemoOptions, dpo_demo),
         "reproduce": (ReproduceOptions, reproduce_command(METHOD)),
     }, argv=argv)

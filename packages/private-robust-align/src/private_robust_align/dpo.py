@@ -25,6 +25,7 @@ import math
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,9 +46,68 @@ def rr_swap_pairs(rows: list[dict[str, str]], *, epsilon: float,
         raise PrivateRobustAlignError("rows must be a list of dicts with keys prompt, chosen, rejected")
     rho = flip_rate(check_epsilon(epsilon))
     swap = rng.random(len(rows)) < rho
-    out = [{"prompt": r["prompt"], "chosen": r["rejected"], "rejected": r["chosen"]} if s else dict(r)
+    out = [{**r, "chosen": r["rejected"], "rejected": r["chosen"]} if s else dict(r)
            for r, s in zip(rows, swap)]
     return out, (~swap).astype(np.int64)
+
+
+PAIR_KEYS = ("prompt", "chosen", "rejected")
+
+
+def load_pairs(path: str | Path) -> list[dict[str, str]]:
+    """Preference pairs in trl's format from a ``.jsonl`` file (one JSON object a line) or a ``.json`` list, each
+    with string fields ``prompt``, ``chosen``, ``rejected`` (other fields are kept). Errors name the file, the line
+    and the field."""
+    import json
+
+    p = Path(path)
+    if not p.is_file():
+        raise PrivateRobustAlignError(f"--data {str(p)!r}: no such file")
+    if p.suffix not in (".jsonl", ".json"):
+        raise PrivateRobustAlignError(f"--data {str(p)!r}: expected a .jsonl or .json file of prompt/chosen/rejected "
+                                      "rows")
+    text = p.read_text(encoding="utf-8")
+    try:
+        if p.suffix == ".json":
+            rows = json.loads(text)
+            where = [f"item {i}" for i in range(len(rows))] if isinstance(rows, list) else []
+        else:
+            lines = [(i + 1, ln) for i, ln in enumerate(text.splitlines()) if ln.strip()]
+            rows = [json.loads(ln) for _, ln in lines]
+            where = [f"line {i}" for i, _ in lines]
+    except json.JSONDecodeError as e:
+        raise PrivateRobustAlignError(f"--data {str(p)!r}: not valid JSON ({e.msg}, line {e.lineno})") from None
+    if not isinstance(rows, list) or not rows:
+        raise PrivateRobustAlignError(f"--data {str(p)!r}: expected a non-empty list of prompt/chosen/rejected rows")
+    for w, r in zip(where, rows):
+        if not isinstance(r, dict):
+            raise PrivateRobustAlignError(f"--data {str(p)!r} {w}: expected an object with {', '.join(PAIR_KEYS)}")
+        for k in PAIR_KEYS:
+            if not isinstance(r.get(k), str):
+                raise PrivateRobustAlignError(f"--data {str(p)!r} {w}: field {k!r} must be a string, got "
+                                              f"{type(r.get(k)).__name__}")
+    return rows
+
+
+def rr_swap_dataset(dataset: Any, *, epsilon: float, seed: int = 0) -> tuple[Any, np.ndarray]:
+    """Randomized response on a ``datasets.Dataset`` in trl's preference format (``prompt/chosen/rejected``):
+    each pair swapped with probability ρ(ε), the same draws as :func:`rr_swap_pairs` with
+    ``np.random.default_rng(seed)``. Returns the released dataset (other columns kept) and ``z [n]`` (1 = the
+    released order is the true one); train trl's ``DPOTrainer`` on it with ``loss_type="robust"`` and
+    ``label_smoothing=flip_rate(epsilon)``."""
+    missing = [k for k in PAIR_KEYS if k not in getattr(dataset, "column_names", [])]
+    if missing:
+        raise PrivateRobustAlignError(f"dataset: missing column(s) {missing}; trl preference data has "
+                                      f"{', '.join(PAIR_KEYS)}")
+    rho = flip_rate(check_epsilon(epsilon))
+    swap = np.random.default_rng(seed).random(len(dataset)) < rho
+
+    def _swap(row: dict[str, Any], i: int) -> dict[str, Any]:
+        if swap[i]:
+            return {"chosen": row["rejected"], "rejected": row["chosen"]}
+        return {"chosen": row["chosen"], "rejected": row["rejected"]}
+
+    return dataset.map(_swap, with_indices=True), (~swap).astype(np.int64)
 
 
 def sort_pairs(n: int, *, seed: int, split: str, length: int = 5) -> list[dict[str, str]]:
