@@ -25,7 +25,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "ratio_for_cost": "select_augment.selection",
     "TargetedAugment": "select_augment.augment",
     "SmallCNN": "select_augment.train",
-    "train": "select_augment.train",
     "accuracy": "select_augment.train",
     "shapes": "select_augment.data",
     "digits": "select_augment.data",
