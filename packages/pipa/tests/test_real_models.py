@@ -99,3 +99,46 @@ def test_prior_pretraining_is_deterministic_for_a_seed(tmp_path):
     sa, sb, sc = a.state_dict(), b.state_dict(), c.state_dict()
     assert all(torch.equal(sa[k], sb[k]) for k in sa)  # rebuilt from scratch: bit-identical weights
     assert not all(torch.equal(sa[k], sc[k]) for k in sa)  # negative control: another seed differs
+
+
+@pytest.mark.slow
+def test_ddp_two_cpu_processes_match_one_process_with_the_same_global_batch(llama_dir, tmp_path):
+    """`accelerate launch` with 2 CPU processes (gloo), per-device batch 2, against one process with batch 4. The data
+    are exactly one global batch, so each step sees the same rows in both runs; DDP averages the two shards'
+    gradients, which equals the gradient of the 4-row mean."""
+    import os
+    import subprocess
+    import sys
+
+    from pipa.cli import main
+    from pipa.model import ValueHeadModel
+
+    data = tmp_path / "d.jsonl"
+    rows = [{"prompt": "say", "completion": " hello there", "label": True},
+            {"prompt": "say", "completion": " hello world", "label": False},
+            {"prompt": "Q: 12+34=", "completion": " 46", "label": True},
+            {"prompt": "Q: 51+20=", "completion": " 72", "label": False}]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    common = ["--prior", str(llama_dir), "--data", str(data), "--steps", "3", "--lr", "1e-2", "--variant", "N",
+              "--log-every", "1", "--quiet"]
+    assert main(["train", *common, "--batch-size", "4", "--out", str(tmp_path / "one")]) == 0
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29533",
+           "ACCELERATE_USE_CPU": "true"}
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "pipa", "train",
+           *common, "--batch-size", "2", "--out", str(tmp_path / "two")]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    def losses(run):
+        recs = [json.loads(x) for x in (tmp_path / run / "metrics.jsonl").read_text().splitlines()]
+        return [r["loss"] for r in recs if "loss" in r]
+
+    one, two = losses("one"), losses("two")
+    assert len(one) == len(two) == 3
+    assert one[0] != one[-1]  # it trained
+    assert one == pytest.approx(two, rel=1e-4, abs=1e-5)
+    a = ValueHeadModel.load(tmp_path / "one" / "model").value_head.state_dict()
+    b = ValueHeadModel.load(tmp_path / "two" / "model").value_head.state_dict()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=1e-4, atol=1e-5)

@@ -52,6 +52,8 @@ class TrainConfig(CommonOptions):
     """LoRA rank through peft (0: full fine-tuning)."""
     prior_steps: int = 200
     """With --prior testbed: SFT steps of the prior."""
+    log_every: int = 10
+    """Log the training loss (averaged over all processes under DDP) every this many steps."""
 
 
 @dataclass(frozen=True)
@@ -170,11 +172,15 @@ def make_data(cfg: MakeDataConfig) -> int:
 
 
 def train(cfg: TrainConfig) -> int:
+    """Train; under ``accelerate launch``/``torchrun`` (DDP) every process trains on its shard of each global batch
+    and only the main process (``RANK`` 0) writes the run folder."""
     import copy
+    import os
+    import tempfile
 
     from icml25.errors import check_non_negative, check_positive
 
-    check_positive(cfg, "steps", "batch_size", "max_length", prefix="--")
+    check_positive(cfg, "steps", "batch_size", "max_length", "log_every", prefix="--")
     check_positive(cfg, "lr", integer=False, prefix="--")
     check_non_negative(cfg, "lora_r", prefix="--")
     _check_prior_steps(cfg.prior, cfg.prior_steps)
@@ -184,24 +190,36 @@ def train(cfg: TrainConfig) -> int:
 
     from pipa.trainer import PIPAConfig, PIPATrainer
     seed_everything(cfg.seed)
-    rd = open_run_dir("pipa", cfg)
-    rd.write_config(cfg)
+    main_process = int(os.environ.get("RANK", "0")) == 0
+    multi = int(os.environ.get("WORLD_SIZE", "1")) > 1  # launched by accelerate launch / torchrun
+    scratch = None
+    if main_process:
+        rd = open_run_dir("pipa", cfg)
+        rd.write_config(cfg)
+        trainer_dir = str(rd.path / "trainer")
+    else:  # other DDP ranks write nothing the user sees
+        scratch = tempfile.TemporaryDirectory()
+        trainer_dir = scratch.name
     prior, tok = _prior(cfg.prior, cfg.prior_steps)
     peft_config = None
     if cfg.lora_r > 0:
         from peft import LoraConfig
 
         peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=2 * cfg.lora_r, target_modules="all-linear")
-    args = PIPAConfig(output_dir=str(rd.path / "trainer"), variant=cfg.variant, pairing=cfg.pairing, max_steps=cfg.steps,
+    args = PIPAConfig(output_dir=trainer_dir, variant=cfg.variant, pairing=cfg.pairing, max_steps=cfg.steps,
                       learning_rate=cfg.lr, per_device_train_batch_size=cfg.batch_size, seed=cfg.seed,
-                      use_cpu=cfg.device in ("auto", "cpu"), max_length=cfg.max_length, logging_steps=10,
-                      disable_tqdm=cfg.quiet)
+                      use_cpu=cfg.device in ("auto", "cpu"), max_length=cfg.max_length, logging_steps=cfg.log_every,
+                      disable_tqdm=cfg.quiet,
+                      ddp_backend="gloo" if multi and cfg.device in ("auto", "cpu") else None)
     trainer = PIPATrainer(model=copy.deepcopy(prior), ref_model=copy.deepcopy(prior), args=args, train_dataset=rows,
                           processing_class=tok, peft_config=peft_config)
     trainer.train()
+    if not main_process:
+        scratch.cleanup()
+        return 0
     for rec in trainer.state.log_history:
         rd.log(rec.get("step"), **{k: v for k, v in rec.items() if k != "step"})
-    model = trainer.model
+    model = trainer.accelerator.unwrap_model(trainer.model)
     if peft_config is not None:
         model.lm = model.lm.merge_and_unload()
     model.save(rd.path / "model")

@@ -283,6 +283,8 @@ def step_paired_rows(samples: Sequence[Sequence[Sample]], *, seed: int = 0) -> l
         for s in row:
             steps = split_steps(s.completion)
             for k, (st, lab) in enumerate(zip(steps, s.step_labels)):
+                if st == "":  # an empty final step (completion ending in '|') is no step to prefer
+                    break
                 key = ("".join(steps[:k]), k)
                 good, bad = cands.setdefault(key, (set(), set()))
                 (good if lab else bad).add(st)

@@ -127,7 +127,7 @@ def _tokenize_in_context(tokenizer: Any, prompt: str, steps: Sequence[str], row:
                 continue
             seg.append(next(k for k, end in enumerate(ends) if last < end))
         for k in range(len(steps)):
-            if k not in seg:
+            if k not in seg and steps[k] != "":  # an empty (last) step is covered by EOS, see encode_batch
                 raise PIPAError(f"row {row}: step {k} ({steps[k]!r}) has no token of its own under this tokenizer "
                                 "(it merges into the next step); join it with its neighbour")
         return ids, seg
@@ -135,7 +135,7 @@ def _tokenize_in_context(tokenizer: Any, prompt: str, steps: Sequence[str], row:
     seg = [-1] * len(ids)
     for k, st in enumerate(steps):
         t = _ids(tokenizer, st)
-        if not t:
+        if not t and k < len(steps) - 1:
             raise PIPAError(f"row {row}: step {k} is empty")
         ids += t
         seg += [k] * len(t)
@@ -158,8 +158,10 @@ def encode_batch(tokenizer: Any, prompts: Sequence[str], steps: Sequence[Sequenc
     for i, (p, st) in enumerate(zip(prompts, steps)):
         if not st or all(s == "" for s in st):
             raise PIPAError(f"row {i}: empty completion")
-        if any(s == "" for s in st):
-            raise PIPAError(f"row {i}: step {[s for s in st].index('')} is empty")
+        # an empty step has no tokens; only the last one may be empty, when EOS (which belongs to it) is its token
+        for k, s_k in enumerate(st):
+            if s_k == "" and not (k == len(st) - 1 and eos is not None):
+                raise PIPAError(f"row {i}: step {k} is empty")
         if labels is not None and len(labels[i]) != len(st):
             raise PIPAError(f"row {i}: {len(labels[i])} step labels for {len(st)} steps")
         body, seg = _tokenize_in_context(tokenizer, p, list(st), i)

@@ -95,8 +95,8 @@ def budget(*, quick: bool, smoke: bool) -> Budget:
         return Budget(prior_steps=200, n_prompts=80, k=4, steps=6, batch_size=16, eval_prompts=100,
                       val_prompts=50, auc_prompts=30, seeds=3, baseline_lrs=(4e-5,), betas=(0.1,),
                       pipa_lrs=(4e-5,))
-    return Budget(prior_steps=200, n_prompts=300, k=4, steps=12, batch_size=16, eval_prompts=250, val_prompts=80,
-                  auc_prompts=60, seeds=5, baseline_lrs=(1e-5, 3e-5), betas=BETAS, pipa_lrs=_geom(5e-6, 1e-4, 10),
+    return Budget(prior_steps=200, n_prompts=300, k=4, steps=12, batch_size=16, eval_prompts=200, val_prompts=80,
+                  auc_prompts=50, seeds=5, baseline_lrs=(1e-5, 3e-5), betas=BETAS, pipa_lrs=_geom(5e-6, 1e-4, 10),
                   extend=1)
 
 
