@@ -114,7 +114,7 @@ class Config:
 
 
 BUDGETS = Budgets(
-    smoke=Config(seeds=1, benchmarks=("branin-2",), ablation=(), budget=2, timing_dims=(), timing_iters=1,
+    smoke=Config(seeds=1, benchmarks=("branin-2",), ablation=(), budget=2, timing_dims=(), timing_iters=1, shift=0.0,
                  ei_gps=1, workers=1,
                  agent=replace(cpu(), episodes=4, off_policy_episodes=2, update_every=2, horizon=2, pretrain_tasks=1)),
     quick=Config(seeds=3, benchmarks=("ackley-5",), ablation=("ackley-5",), budget=5, timing_dims=(2, 5),

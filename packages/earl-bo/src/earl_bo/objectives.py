@@ -53,19 +53,19 @@ def make_objective(name: str, dim: int, *, shift: float = 0.0, seed: int = 0) ->
     from botorch.test_functions import synthetic
 
     cls = getattr(synthetic, SYNTHETIC[name])
-    fn = cls() if name == "branin" else cls(dim=dim)
-
-    def f(x: np.ndarray) -> float:
-        # evaluate_true: the function itself (no check against botorch's own box, which a shifted box leaves); negated
-        with torch.no_grad():
-            return -float(fn.evaluate_true(torch.as_tensor(np.asarray(x, dtype=np.float64)).reshape(1, -1))[0])
-
-    bounds = fn.bounds.numpy().astype(np.float64)
+    kw = {} if name == "branin" else {"dim": dim}
+    bounds = cls(**kw).bounds.numpy().astype(np.float64)
     if shift:
         if not 0 < shift <= 0.25:
             raise EarlBoError(f"shift must be in (0, 0.25], got {shift}")
         offset = np.random.default_rng(seed).uniform(-shift, shift, dim) * (bounds[1] - bounds[0])
         bounds = bounds + offset
+    fn = cls(negate=True, bounds=[(float(lo), float(hi)) for lo, hi in zip(*bounds)], **kw)
+
+    def f(x: np.ndarray) -> float:
+        with torch.no_grad():
+            return float(fn(torch.as_tensor(np.asarray(x, dtype=np.float64)).reshape(1, -1))[0])
+
     return Objective(name=f"{name}-{dim}", f=f, bounds=bounds, optimum=-float(fn.optimal_value))
 
 
