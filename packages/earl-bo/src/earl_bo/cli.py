@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from earl_bo.config import AgentConfig, cpu
 from earl_bo.registry import METHOD
@@ -38,7 +38,7 @@ def _check(opts) -> None:
 
 
 @dataclass(frozen=True)
-class OptimizeOptions(CommonOptions):
+class OptimizeOptions(BaseOptions):
     """Maximise one benchmark function with one method; writes result.json (queries, values, best so far)."""
 
     benchmark: Benchmark = "ackley"
@@ -80,7 +80,7 @@ def optimize_command(opts: OptimizeOptions) -> int:
 
 
 @dataclass(frozen=True)
-class BenchmarkOptions(CommonOptions):
+class BenchmarkOptions(BaseOptions):
     """Run several methods side by side on one benchmark (same initial design per seed); writes results.json and
     a best-so-far plot."""
 

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, reproduce_command
 
 from focoop.registry import METHOD
 
 
 @dataclass(frozen=True)
-class DataOptions(CommonOptions):
+class DataOptions(BaseOptions):
     """Benchmark and federation options shared by ``run`` and ``prepare``."""
 
     method: Literal["zeroshot", "promptfl", "promptfolio", "fedotp", "fedpgp", "focoop", "focoop_no_dro",

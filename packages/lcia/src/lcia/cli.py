@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from lcia.config import Config, cpu
 from lcia.errors import LciaError
@@ -16,7 +16,7 @@ from lcia.registry import METHOD
 
 
 @dataclass(frozen=True)
-class TrainOptions(CommonOptions):
+class TrainOptions(BaseOptions):
     """Train one continual method on a task stream, task after task, and write the run folder (accuracy matrix,
     Avg/forgetting/BWT, the codebook and the LoRA adapters as safetensors)."""
 
@@ -31,7 +31,7 @@ class TrainOptions(CommonOptions):
 
 
 @dataclass(frozen=True)
-class EvaluateOptions(CommonOptions):
+class EvaluateOptions(BaseOptions):
     """Evaluate a trained run (its adapters and codebook) on every task of a stream."""
 
     run: Path = Path("runs/lcia/latest")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from safediffcon.config import Config
 from safediffcon.registry import METHOD
@@ -35,7 +35,7 @@ def checked(cfg: Config) -> Config:
 
 
 @dataclass(frozen=True)
-class MakeDataOptions(CommonOptions):
+class MakeDataOptions(BaseOptions):
     """Generate the Burgers splits (train, cal, holdout, val, test) as burgers_{split}.h5 in the official layout."""
 
     config: ConfigArgs = ConfigArgs()
@@ -43,7 +43,7 @@ class MakeDataOptions(CommonOptions):
 
 
 @dataclass(frozen=True)
-class PretrainOptions(CommonOptions):
+class PretrainOptions(BaseOptions):
     """Pretrain the joint [u, f, s] diffusion model and save it under <out>/model."""
 
     config: ConfigArgs = ConfigArgs()
@@ -53,7 +53,7 @@ class PretrainOptions(CommonOptions):
 
 
 @dataclass(frozen=True)
-class PostTrainOptions(CommonOptions):
+class PostTrainOptions(BaseOptions):
     """Reweighted post-training with per-epoch conformal re-calibration; saves <out>/model (with its Q)."""
 
     model: Path = Path("runs/safediffcon/pretrain")
@@ -65,7 +65,7 @@ class PostTrainOptions(CommonOptions):
 
 
 @dataclass(frozen=True)
-class ControlOptions(CommonOptions):
+class ControlOptions(BaseOptions):
     """Generate safe controls for the test split (guidance + InfFT) and write controls.npz and metrics.json."""
 
     model: Path = Path("runs/safediffcon/post-train")
@@ -79,7 +79,7 @@ class ControlOptions(CommonOptions):
 
 
 @dataclass(frozen=True)
-class EvaluateOptions(CommonOptions):
+class EvaluateOptions(BaseOptions):
     """Re-simulate controls (a controls.npz written by `control`) with the true solver: J, R_p, R_t, R_s."""
 
     controls: Path = Path("runs/safediffcon/control/controls.npz")

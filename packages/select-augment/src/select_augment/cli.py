@@ -7,14 +7,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from select_augment.config import AugConfig, LearnConfig, ScoreConfig, SelectConfig
 from select_augment.registry import METHOD
 
 
 @dataclass(frozen=True)
-class TrainOptions(CommonOptions):
+class TrainOptions(BaseOptions):
     """Score the training set with CLIP once, then train a small CNN with per-epoch selection and targeted
     augmentation (or a baseline selector); writes the model, the scores, the cost and the test accuracy."""
 
@@ -43,7 +43,7 @@ class TrainOptions(CommonOptions):
 
 
 @dataclass(frozen=True)
-class EvaluateOptions(CommonOptions):
+class EvaluateOptions(BaseOptions):
     """Evaluate a trained model (a ``select-augment train`` run directory) on freshly generated clean shapes."""
 
     run: Path = Path("runs/select-augment/latest")
