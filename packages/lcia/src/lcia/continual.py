@@ -51,10 +51,14 @@ def tiny_base(cfg: Config, *, progress: bool = False) -> tuple[Any, Any]:
 def load_base(path: str) -> tuple[Any, Any]:
     """A user's causal LM and tokenizer from a local folder or hub id (offline: cache only)."""
     try:
+        from pathlib import Path
+
+        from icml25.hub import hub_kwargs
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        tok = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path)
+        kw = {"local_files_only": True} if Path(path).is_dir() else hub_kwargs()  # never a download when offline
+        tok = AutoTokenizer.from_pretrained(path, **kw)
+        model = AutoModelForCausalLM.from_pretrained(path, **kw)
     except OSError as exc:
         raise LciaError(f"model {path!r} could not be loaded (a local folder, or a hub id with network access): "
                         f"{str(exc).splitlines()[0]}") from None

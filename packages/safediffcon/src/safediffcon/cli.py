@@ -140,12 +140,11 @@ def make_data(opts: MakeDataOptions) -> int:
 
 
 def pretrain(opts: PretrainOptions) -> int:
-    checked(opts.config)
+    cfg = checked(opts.config)  # before any heavy import
     from icml25.seeding import seed_everything
 
     from safediffcon.method import SafeDiffCon
 
-    cfg = checked(opts.config)
     train = _data(opts, "train")
     seed_everything(opts.seed)
     rd = open_run_dir("safediffcon", opts)
@@ -162,8 +161,7 @@ def pretrain(opts: PretrainOptions) -> int:
 
 
 def post_train(opts: PostTrainOptions) -> int:
-    checked(opts.config)
-    cfg = checked(opts.config)
+    cfg = checked(opts.config)  # before any heavy import
     model = _model(opts.model)
     train, cal = _data(opts, "train"), _data(opts, "cal")
     rd = open_run_dir("safediffcon", opts)
@@ -179,12 +177,11 @@ def post_train(opts: PostTrainOptions) -> int:
 
 
 def control(opts: ControlOptions) -> int:
-    checked(opts.config)
+    cfg = checked(opts.config)  # before any heavy import
     import numpy as np
 
     from safediffcon.metrics import evaluate_control
 
-    cfg = checked(opts.config)
     model = _model(opts.model)
     test, cal = _data(opts, "test"), _data(opts, "cal")
     model._check_conditions(test.u0, test.u_target)
@@ -204,14 +201,13 @@ def control(opts: ControlOptions) -> int:
 
 
 def evaluate(opts: EvaluateOptions) -> int:
-    checked(opts.config)
+    cfg = checked(opts.config)  # before any heavy import
     import numpy as np
     import torch
 
     from safediffcon.errors import SafediffconError
     from safediffcon.metrics import evaluate_control
 
-    cfg = checked(opts.config)
     p = Path(opts.controls)
     if not p.is_file():
         raise SafediffconError(f"--controls {str(p)!r}: no such file (write one with `safediffcon control`)")
