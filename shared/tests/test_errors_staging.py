@@ -67,6 +67,36 @@ def test_method_main_exit_codes(exc, code, text, capsys):
     assert rc == code and text in err and "Traceback" not in err
 
 
+@dataclass(frozen=True)
+class _Inner:
+    steps: int = 3
+
+    def __post_init__(self):
+        if self.steps <= 0:
+            raise ValueError(f"steps must be a positive integer, got {self.steps}")
+
+
+@dataclass(frozen=True)
+class _Outer:
+    config: _Inner = _Inner()
+
+
+@pytest.mark.parametrize("argv, refused", [
+    (["run", "--config.steps", "0"], True),
+    (["run", "--config.steps", "2"], False),  # negative control: a valid value runs the command
+])
+def test_config_refusal_is_one_error_line_not_a_box(argv, refused, capsys):
+    ran = []
+    rc = method_main(_method(None), {"run": (_Outer, lambda cfg: ran.append(cfg.config.steps))}, argv=argv)
+    err = capsys.readouterr().err
+    if refused:
+        assert rc == 2 and not ran
+        assert err.strip() == "demo: error: steps must be a positive integer, got 0"
+        assert "╭" not in err and "tyro-dummy" not in err
+    else:
+        assert rc == 0 and ran == [2] and err == ""
+
+
 def test_method_main_keeps_traceback_for_bugs():
     @dataclass(frozen=True)
     class Cmd:

@@ -150,6 +150,31 @@ def reproduce_command(method: Any) -> Callable[[ReproduceOptions], int]:
     return _cmd
 
 
+class _ConfigRefused(Exception):
+    """A config dataclass's own validation (``__post_init__``) refused a value while tyro built it."""
+
+
+def _config_errors_as_exceptions():
+    """While tyro parses, turn a config's ``__post_init__`` refusal into :class:`_ConfigRefused`.
+
+    tyro would otherwise draw its multi-line "Value error" box around the message (and, for a nested config, name
+    an internal ``__tyro-dummy-inner__`` argument). The hook API is tyro's internal one (``tyro._errors``): where a
+    tyro version lacks it, the box stays and nothing else changes.
+    """
+    import contextlib
+
+    try:
+        from tyro._errors import InstantiationFailure, on_parse_error
+    except ImportError:  # pragma: no cover - older/newer tyro without the hook
+        return contextlib.nullcontext()
+
+    def _hook(event: Any) -> None:
+        if isinstance(event, InstantiationFailure):
+            raise _ConfigRefused(str(event.message).strip())
+
+    return on_parse_error(_hook)
+
+
 def method_main(
     method: Any,
     commands: Mapping[str, tuple[type, Callable[[Any], int | None]]],
@@ -171,11 +196,12 @@ def method_main(
     prog = getattr(method, "cli", "") or method.name
     desc = description or f"{method.title} ({method.venue}). {method.url}"
     try:
-        cfg = tyro.extras.subcommand_cli_from_dict(
-            {name: cls for name, (cls, _) in commands.items()},
-            prog=prog, description=desc, args=list(argv) if argv is not None else None,
-        )
-    except ValueError as exc:  # a config's own validation (__post_init__) refused a value
+        with _config_errors_as_exceptions():
+            cfg = tyro.extras.subcommand_cli_from_dict(
+                {name: cls for name, (cls, _) in commands.items()},
+                prog=prog, description=desc, args=list(argv) if argv is not None else None,
+            )
+    except (ValueError, _ConfigRefused) as exc:  # a config's own validation (__post_init__) refused a value
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     for cls, fn in commands.values():
