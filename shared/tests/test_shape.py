@@ -70,6 +70,25 @@ def test_lazy_exports_resolve_on_first_use():
         del sys.modules["lazy_demo_pkg"]
 
 
+def test_lazy_exports_submodules_import_on_first_use():
+    import json
+
+    pkg = types.ModuleType("json")  # a stand-in package object whose submodule json.decoder exists
+    getattr_, dir_, public = lazy_exports("json", {"dumps": "json"}, submodules=("decoder",))
+    saved = sys.modules["json"]
+    sys.modules["json"] = pkg
+    try:
+        assert getattr_("decoder").__name__ == "json.decoder" and "decoder" in vars(pkg)
+        with pytest.raises(AttributeError):  # negative control: a name that is neither
+            getattr_("encoderx")
+        assert public == ["dumps", "decoder", "__version__"]
+    finally:
+        sys.modules["json"] = saved
+    assert json is saved
+    with pytest.raises(ValueError, match="both"):
+        lazy_exports("x", {"a": "m"}, submodules=("a",))
+
+
 def test_minibatches_cover_every_index_once_and_are_seeded():
     torch = pytest.importorskip("torch")
     a = list(minibatches(10, 4, seed=1))

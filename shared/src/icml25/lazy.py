@@ -7,25 +7,38 @@ In a package's ``__init__.py``::
     __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "Model": "my_pkg.model",        # name -> module that defines it
         "train": "my_pkg.train",
-    })
+    }, submodules=("data", "reproduce"))   # ``my_pkg.data`` as an attribute, imported on first use
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 
 def lazy_exports(
-    package: str, names: Mapping[str, str], *, extra: tuple[str, ...] = ("__version__",)
+    package: str, names: Mapping[str, str], *, submodules: Iterable[str] = (),
+    extra: tuple[str, ...] = ("__version__",),
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
-    """Return ``(__getattr__, __dir__, __all__)`` resolving each public name from its module on first use."""
+    """Return ``(__getattr__, __dir__, __all__)`` resolving each public name from its module on first use.
+
+    ``names`` maps a public name to the module that defines it; ``submodules`` are the package's own submodules
+    reachable as attributes (``pkg.data`` without ``import pkg.data``).
+    """
     table = dict(names)
-    public = sorted(table) + list(extra)
+    subs = set(submodules)
+    overlap = subs & set(table)
+    if overlap:
+        raise ValueError(f"names both exported and submodules: {sorted(overlap)}")
+    public = sorted(table) + sorted(subs) + list(extra)
 
     def __getattr__(name: str) -> Any:
+        if name in subs:
+            value = importlib.import_module(f"{package}.{name}")
+            setattr(sys.modules[package], name, value)
+            return value
         try:
             module = table[name]
         except KeyError:

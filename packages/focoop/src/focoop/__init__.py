@@ -8,21 +8,13 @@ Submodules (imported lazily, so ``import focoop`` stays light): :mod:`focoop.met
 
 from __future__ import annotations
 
-import importlib
+from icml25.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("metrics", "scores", "ot", "dro", "baselines", "partition", "text", "prompts", "neglabel", "setup",
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "auroc": "focoop.metrics", "fpr_at_95_tpr": "focoop.metrics", "calibrate": "focoop.ot",
+    "FedConfig": "focoop.config", "run_inprocess": "focoop.engine", "FOCoOpConfigError": "focoop.errors",
+}, submodules=("metrics", "scores", "ot", "dro", "baselines", "partition", "text", "prompts", "neglabel", "setup",
                "client", "server", "engine", "flower", "client_app", "server_app", "data", "realdata", "synthetic",
-               "config", "errors", "reproduce")
-_NAMES = {"auroc": "metrics", "fpr_at_95_tpr": "metrics", "calibrate": "ot", "FedConfig": "config",
-          "run_inprocess": "engine", "FOCoOpConfigError": "errors"}
-__all__ = [*_SUBMODULES, *_NAMES]
-
-
-def __getattr__(name: str):
-    if name in _SUBMODULES:
-        return importlib.import_module(f"focoop.{name}")
-    if name in _NAMES:
-        return getattr(importlib.import_module(f"focoop.{_NAMES[name]}"), name)
-    raise AttributeError(f"module 'focoop' has no attribute {name!r}")
+               "config", "errors", "reproduce"))

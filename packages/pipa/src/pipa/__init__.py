@@ -6,18 +6,10 @@ Public API: ``pipa.losses`` (``pipa_m_loss``, ``pipa_n_loss`` and their paired a
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from icml25.lazy import lazy_exports
 
 __version__ = "0.1.0"
-__all__ = ["PIPAConfig", "PIPATrainer", "ValueHeadModel", "losses"]
 
-_LAZY = {"PIPAConfig": "pipa.trainer", "PIPATrainer": "pipa.trainer", "ValueHeadModel": "pipa.model"}
-
-
-def __getattr__(name: str) -> Any:
-    if name == "losses":
-        return importlib.import_module("pipa.losses")
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'pipa' has no attribute {name!r}")
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "PIPAConfig": "pipa.trainer", "PIPATrainer": "pipa.trainer", "ValueHeadModel": "pipa.model",
+}, submodules=("losses",))
