@@ -30,18 +30,19 @@ AUC as predictors of correctness on held-out samples of p⁰, and wall time per 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from icml25.claims import Claim, Report, mean_sd
+from icml25.experiment import Section, run_experiments
 from icml25.plots import grouped_bars
 from icml25.seeding import seed_everything
 from icml25.tuning import Selection, grid_size, selections_table, tune_alike
 
 from pipa.baselines import quiet, run_timed, silence_libraries, train_dpo, train_kto
+from pipa.config import BETAS, BUDGETS, Budget, budget  # noqa: F401  (re-exported)
 from pipa.data import (
     heldout_prompts,
     label_samples,
@@ -58,46 +59,6 @@ from pipa.evaluate import greedy_accuracy, value_auc
 from pipa.trainer import PIPAConfig, PIPATrainer
 
 PAPER = "+3–10% over DPO/IPO/KTO/Step-DPO/Step-KTO on GSM8K and MATH (abstract; 7B math models)"
-
-
-@dataclass(frozen=True)
-class Budget:
-    prior_steps: int
-    n_prompts: int
-    k: int
-    steps: int
-    batch_size: int
-    eval_prompts: int
-    val_prompts: int
-    auc_prompts: int
-    seeds: int
-    baseline_lrs: tuple[float, ...]
-    betas: tuple[float, ...]
-    pipa_lrs: tuple[float, ...]
-    extend: int = 0
-    synthetic_samples: bool = False
-
-
-BETAS = (0.03, 0.1, 0.3, 1.0, 3.0)
-
-
-def _geom(lo: float, hi: float, n: int) -> tuple[float, ...]:
-    return tuple(float(f"{x:.3g}") for x in np.geomspace(lo, hi, n))
-
-
-def budget(*, quick: bool, smoke: bool) -> Budget:
-    if smoke:
-        return Budget(prior_steps=20, n_prompts=12, k=4, steps=2, batch_size=4, eval_prompts=16, val_prompts=8,
-                      auc_prompts=8, seeds=1, baseline_lrs=(1e-4,), betas=(1.0,), pipa_lrs=(1e-4,),
-                      synthetic_samples=True)
-    if quick:
-        # one-point grids: quick checks the pipeline, not the tuning (it runs in under a minute)
-        return Budget(prior_steps=200, n_prompts=80, k=4, steps=6, batch_size=16, eval_prompts=100,
-                      val_prompts=50, auc_prompts=30, seeds=3, baseline_lrs=(4e-5,), betas=(0.1,),
-                      pipa_lrs=(4e-5,))
-    return Budget(prior_steps=200, n_prompts=300, k=4, steps=12, batch_size=16, eval_prompts=200, val_prompts=80,
-                  auc_prompts=50, seeds=5, baseline_lrs=(1e-5, 3e-5), betas=BETAS, pipa_lrs=_geom(5e-6, 1e-4, 10),
-                  extend=1)
 
 
 METHODS = (
@@ -290,22 +251,30 @@ def _short(x: float) -> str:
     return f"{x:.3g}"
 
 
-def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
-    b = budget(quick=quick, smoke=smoke)
-    res = run(b=b, seed=seed, out=Path(out), progress=True)
-    import shutil
+# the three sections share one training run (tuning + every seed): it is computed once per (budget, seeds, out)
+_RUNS: dict[tuple[Budget, tuple[int, ...], str], dict[str, Any]] = {}
 
-    shutil.rmtree(Path(out) / "_tmp", ignore_errors=True)
-    R = res["results"]
-    sel: dict[str, Selection] = res["selections"]
-    seeds = list(range(seed, seed + b.seeds))
-    report = Report(method="pipa", seeds=seeds)
+
+def _run(b: Budget, seeds: list[int], out: Path) -> dict[str, Any]:
+    key = (b, tuple(seeds), str(out))
+    if key not in _RUNS:
+        _RUNS.clear()
+        assert seeds == list(range(seeds[0], seeds[0] + b.seeds)), seeds
+        _RUNS[key] = run(b=b, seed=seeds[0], out=Path(out), progress=True)
+    return _RUNS[key]
+
+
+def _snote(sel: dict[str, Selection], name: str) -> str:
+    src = REUSE.get(name)
+    return f"{name} reuses {src}'s choice ({sel[name].note()})" if src else sel[name].note()
+
+
+def accuracy(b: Budget, seeds: list[int], out: Path) -> Section:
+    """PIPA-M/N vs the tuned baselines in the four settings, and vs the prior they start from."""
+    res = _run(b, seeds, out)
+    R, sel, prior = res["results"], res["selections"], res["prior_accuracy"]
+    sec = Section("accuracy")
     acc = lambda m: R[m]["accuracy"]  # noqa: E731
-    prior = res["prior_accuracy"]
-    def snote(name: str) -> str:
-        src = REUSE.get(name)
-        return (f"{name} reuses {src}'s choice ({sel[name].note()})" if src else sel[name].note())
-
     pairs = [
         ("PIPA-M (paired)", "DPO", "paired answer-level"),
         ("PIPA-N (paired)", "DPO", "paired answer-level"),
@@ -319,45 +288,22 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
         ("PIPA-N (step)", "Step-KTO", "unpaired step-level"),
     ]
     for ours, base, setting in pairs:
-        report.add(Claim.compare(
+        sec.add(Claim.compare(
             claim=f"{ours} beats tuned {base} ({setting})", metric="held-out greedy accuracy (test prompts)",
             ours=acc(ours), baseline=acc(base), baseline_name=base, paper=PAPER, kind="paper", paired=True,
-            note=f"{snote(ours)}; {snote(base)}; same seeds and data (paired t-test)"))
+            note=f"{_snote(sel, ours)}; {_snote(sel, base)}; same seeds and data (paired t-test)"))
     for name, _, kind in METHODS:
         if not kind.startswith("pipa"):
             continue
-        report.add(Claim.threshold(
+        sec.add(Claim.threshold(
             claim=f"{name} improves on the prior p⁰ it starts from", metric="held-out greedy accuracy (test prompts)",
             ours=acc(name), threshold=prior, kind="paper",
             paper="alignment improves the SFT model (GSM8K/MATH)",
             note=f"threshold = p⁰'s accuracy on the same test prompts (p⁰ is deterministic for its seed); "
-                 f"{snote(name)}"))
-    for name in ("PIPA-N (step)", "PIPA-M (step)", "PIPA-N (unpaired)", "PIPA-N (paired)"):
-        report.add(Claim.threshold(
-            claim=f"{name}: value head g predicts correctness better than chance",
-            metric="ROC-AUC of g on held-out p⁰ samples", ours=R[name]["g_auc"], threshold=0.5, kind="paper",
-            paper="token-level credit assignment from the value head (introduction)",
-            note="step-level: g read before each step; answer-level: g read at the last prompt token"))
-        report.add(Claim.threshold(
-            claim=f"{name}: posterior p(c=1|x,y) predicts correctness better than chance",
-            metric="ROC-AUC of the posterior on held-out p⁰ samples", ours=R[name]["posterior_auc"], threshold=0.5,
-            kind="paper", paper="PIPA estimates p(c=1|x,y) by MLE (method)"))
-    opts = ("gradient checkpointing and bf16 off in every trainer; same batch size and data; timed alone under the "
-            "CPU lock")
-    for ours, base in (("PIPA-N (paired)", "DPO"), ("PIPA-M (paired)", "DPO"), ("PIPA-N (unpaired)", "KTO")):
-        for key, what in (("seconds_per_step", "whole trainer step (data collation, forward of policy and prior, "
-                                               "loss, backward, optimizer)"),
-                          ("loss_seconds_per_step", "inside compute_loss only (forward of policy and prior + loss)")):
-            o, bb = R[ours][key], R[base][key]
-            label = "time per step" if key == "seconds_per_step" else "loss-computation time per step"
-            report.add(Claim.compare(
-                claim=f"{ours}: {label} no more than trl's {base} (within 5%)", metric=f"seconds ({what.split(' (')[0]})",
-                ours=o, baseline=bb, baseline_name=f"{base} (trl)", higher_is_better=False,
-                margin=-0.05 * float(np.mean(bb)), kind="target", paired=True,
-                paper="no additional training or computational cost (abstract)", note=f"{what}; {opts}"))
+                 f"{_snote(sel, name)}"))
     cols, rows = selections_table(sel)
     rows = [[f"{r[0]} (reuses {REUSE[r[0]]})" if r[0] in REUSE else r[0], *r[1:]] for r in rows]
-    report.add_table("hyper-parameters chosen on the validation prompts", cols, rows)
+    sec.table("hyper-parameters chosen on the validation prompts", cols, rows)
     rows = [["prior p⁰ (no alignment)", "—", "—", round(prior, 4), 0.0, None, None, None, None]]
     for name, setting, _ in METHODS:
         m, sd = mean_sd(R[name]["accuracy"])
@@ -368,21 +314,71 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
         chosen = ", ".join(f"{k}={_short(v)}" for k, v in sel[name].params.items())
         rows.append([name, setting, chosen, round(m, 4), round(sd, 4), round(sp * 1000, 1), round(lsp * 1000, 1),
                      g, post])
-    report.add_table("all methods (test prompts, mean over seeds)",
-                     ["method", "data", "chosen", "accuracy", "sd", "ms/step", "ms/step in compute_loss", "g AUC",
-                      "posterior AUC"], rows)
-    report.add_table("data", list(res["data"][0].keys()), [list(d.values()) for d in res["data"]])
+    sec.table("all methods (test prompts, mean over seeds)",
+              ["method", "data", "chosen", "accuracy", "sd", "ms/step", "ms/step in compute_loss", "g AUC",
+               "posterior AUC"], rows)
+    sec.table("data", list(res["data"][0].keys()), [list(d.values()) for d in res["data"]])
     fig = grouped_bars(
         {setting: {name: R[name]["accuracy"] for name, st, _ in METHODS if st == setting}
          for setting in SETTINGS},
         Path(out) / "accuracy.png", ylabel="held-out greedy accuracy", title="PIPA vs tuned trl baselines (tiny LM)")
-    report.figures.append(fig.name)
-    report.notes.append(f"prior p⁰ held-out greedy accuracy (test prompts): {prior:.3f}")
-    report.notes.append(
+    sec.figures.append(fig.name)
+    sec.notes.append(f"prior p⁰ held-out greedy accuracy (test prompts): {prior:.3f}")
+    sec.notes.append(
         f"tuning: every method on a grid of {sel['DPO'].grid_size} points "
         f"(baselines lr {list(b.baseline_lrs)} × β {list(b.betas)}; PIPA lr {list(b.pipa_lrs)}; extend={b.extend}), "
         f"first seed's training data, {b.steps} steps, scored on {res['n_val']} validation prompts disjoint from the "
         f"{res['n_test']} test prompts; tuned in the answer-level settings, reused at step level "
         f"({', '.join(f'{k} ← {v}' for k, v in REUSE.items())})")
-    report.notes.append(f"budget: {b}")
-    return report
+    sec.notes.append(f"budget: {b}")
+    return sec
+
+
+def value_heads(b: Budget, seeds: list[int], out: Path) -> Section:
+    """The value head g and the posterior p(c=1|x,y) as correctness predictors (AUC vs chance)."""
+    R = _run(b, seeds, out)["results"]
+    sec = Section("value heads")
+    for name in ("PIPA-N (step)", "PIPA-M (step)", "PIPA-N (unpaired)", "PIPA-N (paired)"):
+        sec.add(Claim.threshold(
+            claim=f"{name}: value head g predicts correctness better than chance",
+            metric="ROC-AUC of g on held-out p⁰ samples", ours=R[name]["g_auc"], threshold=0.5, kind="paper",
+            paper="token-level credit assignment from the value head (introduction)",
+            note="step-level: g read before each step; answer-level: g read at the last prompt token"))
+        sec.add(Claim.threshold(
+            claim=f"{name}: posterior p(c=1|x,y) predicts correctness better than chance",
+            metric="ROC-AUC of the posterior on held-out p⁰ samples", ours=R[name]["posterior_auc"], threshold=0.5,
+            kind="paper", paper="PIPA estimates p(c=1|x,y) by MLE (method)"))
+    return sec
+
+
+def cost(b: Budget, seeds: list[int], out: Path) -> Section:
+    """Time per step (whole trainer step and inside compute_loss) vs trl's DPO and KTO, paired by seed."""
+    R = _run(b, seeds, out)["results"]
+    sec = Section("cost")
+    opts = ("gradient checkpointing and bf16 off in every trainer; same batch size and data; timed alone under the "
+            "CPU lock")
+    for ours, base in (("PIPA-N (paired)", "DPO"), ("PIPA-M (paired)", "DPO"), ("PIPA-N (unpaired)", "KTO")):
+        for key, what in (("seconds_per_step", "whole trainer step (data collation, forward of policy and prior, "
+                                               "loss, backward, optimizer)"),
+                          ("loss_seconds_per_step", "inside compute_loss only (forward of policy and prior + loss)")):
+            o, bb = R[ours][key], R[base][key]
+            label = "time per step" if key == "seconds_per_step" else "loss-computation time per step"
+            sec.add(Claim.compare(
+                claim=f"{ours}: {label} no more than trl's {base} (within 5%)", metric=f"seconds ({what.split(' (')[0]})",
+                ours=o, baseline=bb, baseline_name=f"{base} (trl)", higher_is_better=False,
+                margin=-0.05 * float(np.mean(bb)), kind="target", paired=True,
+                paper="no additional training or computational cost (abstract)", note=f"{what}; {opts}"))
+    return sec
+
+
+EXPERIMENTS = [accuracy, value_heads, cost]
+
+
+def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
+    import shutil
+
+    try:
+        return run_experiments("pipa", EXPERIMENTS, BUDGETS, quick=quick, smoke=smoke, out=Path(out), seed=seed)
+    finally:
+        _RUNS.clear()
+        shutil.rmtree(Path(out) / "_tmp", ignore_errors=True)
