@@ -42,7 +42,7 @@ class OptimizeOptions(BaseOptions):
     """Maximise one benchmark function with one method; writes result.json (queries, values, best so far)."""
 
     benchmark: Benchmark = "ackley"
-    """Objective: ackley, levy, rosenbrock, hartmann, branin (botorch, negated) or hpo-digits (needs scikit-learn)."""
+    """Objective: ackley, levy, rosenbrock, hartmann, branin (botorch, negated) or hpo-digits (scikit-learn's bundled digits)."""
     dim: int = 5
     """Dimension d (hartmann: 3, 4 or 6; branin: 2; hpo-digits: 5)."""
     n_init: int = 5

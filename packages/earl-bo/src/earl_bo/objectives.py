@@ -1,5 +1,5 @@
 """Objectives with a known optimum: botorch's synthetic test functions (negated, so BO maximises), and a
-hyper-parameter tuning task on scikit-learn's bundled digits (optional: needs scikit-learn installed).
+hyper-parameter tuning task on scikit-learn's bundled digits (scikit-learn is a dependency).
 
 ``make_objective(name, dim) -> Objective`` with ``f(x [d]) -> float``, ``bounds [2, d]`` and ``optimum`` (the best
 value, for simple regret ``optimum - max y``; ``None`` when unknown).
@@ -80,7 +80,7 @@ HPO_SPACE = (
 
 def hpo_digits(*, max_iter: int = 15, folds: int = 3) -> Objective:
     """3-fold CV accuracy of ``HistGradientBoostingClassifier`` on sklearn's bundled digits, over 5 hyper-parameters
-    (:data:`HPO_SPACE`). Needs scikit-learn (not a dependency of this package: ``pip install scikit-learn``)."""
+    (:data:`HPO_SPACE`). scikit-learn is a dependency of this package; its digits data ship inside it."""
     try:
         from sklearn.datasets import load_digits
         from sklearn.ensemble import HistGradientBoostingClassifier
