@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -36,8 +38,33 @@ def test_budgets_tune_alike_and_keep_seed_counts(budget):
 
 
 def test_full_and_quick_seed_counts():
-    assert FULL.seeds >= 5 and FULL.kl_seeds >= 3 and FULL.episodes >= 10  # 10 test episodes per seed (10-min budget)
+    assert FULL.seeds >= 5 and FULL.kl_seeds >= 3 and FULL.episodes >= 20 and FULL.val_episodes >= 20
     assert QUICK.seeds == 3
+
+
+def test_kl_budgets_reach_the_target_and_steps_are_tuned():
+    # Adam moves log eta_KL by about kl_lr per step; eta_KL must climb from 1e-6 to ~3e-4 (where the KL sat at its
+    # target in our earlier long run), i.e. ~5.7 nats: the main Habi's dual step must get there within the smallest step budget,
+    # and the paper's step (3e-4) needs the 20k steps of --task kl-long
+    from habi.config import KL_LONG
+    from habi.habitize import HabitizeConfig
+
+    nats = math.log(3e-4 / 1e-6)
+    assert FULL.main_kl_lr * min(FULL.steps_grid) > 1.5 * nats
+    assert FULL.ablation_kl_lr * max(FULL.steps_grid) < nats  # negative control: the paper's step cannot, here
+    assert KL_LONG.main_kl_lr == 3e-4 and KL_LONG.main_kl_lr * max(KL_LONG.steps_grid) > nats
+    assert len(FULL.steps_grid) >= 2 and len(FULL.lr_grid) >= 2 and KL_LONG.seeds >= 3
+    paper = HabitizeConfig()
+    assert paper.kl_init == 1e-6 and paper.kl_lr == 3e-4 and paper.kl_mode == "geometric"
+
+
+def test_bad_budget_is_refused():
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match="kl_seeds"):
+        replace(FULL, kl_seeds=FULL.seeds + 1)
+    with pytest.raises(ValueError, match="steps_grid"):
+        replace(FULL, steps_grid=())
 
 
 def test_regress_schedule_is_validated_and_cosine_differs_from_constant():
