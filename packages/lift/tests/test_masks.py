@@ -155,3 +155,20 @@ def test_check_mask_rejects_wrong_shape_values_cardinality():
     with pytest.raises(MaskError, match="budget"):
         check_mask(torch.ones(6, 5), w, k=3)
     assert check_mask(torch.ones(6, 5), w, k=30).dtype == torch.bool
+
+
+def test_blocked_topk_equals_the_dense_topk(monkeypatch):
+    import lift.masks as M
+
+    w = torch.randn(120, 200, generator=torch.Generator().manual_seed(3))
+    largest = principal_mask(w, filter_rank=4, budget_rank=3)
+    for sel in ("largest", "smallest"):
+        dense = principal_mask(w, filter_rank=4, budget_rank=3, selection=sel)
+        monkeypatch.setattr(M, "LOWMEM_MIN_ENTRIES", 100)  # force the row-block path (7 rows per block)
+        monkeypatch.setattr(M, "_BLOCK_ENTRIES", 1400)
+        blocked = principal_mask(w, filter_rank=4, budget_rank=3, selection=sel)
+        monkeypatch.undo()
+        assert torch.equal(blocked, dense) and int(blocked.sum()) == 320 * 3
+    # negative control: a different filter rank gives a different mask through the same blocked path
+    monkeypatch.setattr(M, "LOWMEM_MIN_ENTRIES", 100)
+    assert not torch.equal(principal_mask(w, filter_rank=1, budget_rank=3), largest)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 from icml25.testbeds.lm import build_tiny_lm, build_tokenizer, make_examples
-from lift.finetune import MethodConfig, answer_token_accuracy, finetune, live_training_bytes, setup_method
+from lift.finetune import MethodConfig, answer_token_accuracy, finetune
 from lift.memory import AllocationTrace, MemorySpec, measure_training_memory, rss_peak_subprocess
 from lift.reproduce import is_validation_prompt, target_splits
 
@@ -30,19 +30,42 @@ def test_measured_peak_orders_full_ft_above_lift(tok):
     base = build_tiny_lm(tok, hidden_size=32, num_layers=2, seed=0)
     ex = make_examples("mul", 32, seed=0, split="train")
     cfg = MethodConfig(budget_rank=1, filter_rank=2, update_interval=2)
-    peaks, counted = {}, {}
-    for name in ("full_ft", "lift"):
-        peaks[name] = measure_training_memory(name, base, tok, ex, cfg=cfg, steps=2, batch_size=4)["peak_bytes"]
-        su = setup_method(name, build_tiny_lm(tok, hidden_size=32, num_layers=2, seed=0), cfg)
-        finetune(su.model, tok, ex, optimizer=su.optimizer, steps=1, batch_size=4)
-        counted[name] = live_training_bytes(su.model, su.optimizer)["params"] + \
-            sum(p.numel() * p.element_size() for p in su.model.parameters() if p.requires_grad) + \
-            live_training_bytes(su.model, su.optimizer)["optimizer"]
+    got = {name: measure_training_memory(name, base, tok, ex, cfg=cfg, steps=2, batch_size=4)
+           for name in ("full_ft", "lift")}
+    counted = {n: sum(g["live"].values()) - g["live"]["total"] for n, g in got.items()}  # params + grads + state
     assert counted["full_ft"] > 1.5 * counted["lift"] > 0  # what the exact counts say
-    assert peaks["full_ft"] > peaks["lift"]  # what the measurement says
-    # params + grads + moments are alive together at Full FT's optimizer step: the measured peak covers them
-    assert peaks["full_ft"] >= counted["full_ft"]
-    assert peaks["lift"] >= counted["lift"]
+    assert got["full_ft"]["peak_bytes"] > got["lift"]["peak_bytes"]  # what the measurement says
+    # params + grads + moments are alive together at the optimizer step: the measured peak covers them
+    for n in got:
+        assert got[n]["peak_bytes"] >= counted[n]
+
+
+def test_sparse_gradients_keep_k_floats_and_lower_the_measured_peak(tok):
+    from lift.optim import select_linear_weights
+
+    # batch 1: the activations are small next to the dense gradients, which then decide the peak of the dense path
+    base = build_tiny_lm(tok, hidden_size=128, num_layers=1, seed=0)
+    ex = make_examples("mul", 16, seed=0, split="train")
+    got = {sg: measure_training_memory("lift", base, tok, ex, steps=2, batch_size=1,
+                                       cfg=MethodConfig(budget_rank=1, filter_rank=2, update_interval=2,
+                                                        sparse_grads=sg)) for sg in (True, False)}
+    shapes = [tuple(w.shape) for _, w in select_linear_weights(base)]
+    k = sum(min(m + n, m * n) for m, n in shapes)
+    dense = 4 * sum(m * n for m, n in shapes)
+    assert got[True]["live"]["grads"] == 4 * k  # the (k,) buffers only
+    assert got[False]["live"]["grads"] == dense  # negative control: the official path keeps every dense gradient
+    assert got[False]["peak_bytes"] - got[True]["peak_bytes"] >= 0.5 * dense
+
+
+@pytest.mark.slow
+def test_forked_rss_peaks_order_full_ft_above_lift_above_lora_and_sparse_below_dense():
+    from lift.memory import rss_peak_batch
+
+    specs = [MemorySpec(method=m, hidden_size=256, num_layers=2, sparse_grads=sg)
+             for m, sg in (("full_ft", True), ("lift", False), ("lift", True), ("lora", True))]
+    full, dense, sparse, lora = (r["peak_increase_bytes"] for r in rss_peak_batch(specs))
+    assert full > dense > sparse > 0 and lora > 0
+    assert dense - sparse > 0.5 * 4 * 2 * (4 * 256 * 256 + 3 * 256 * 1024)  # about the dense gradients' bytes
 
 
 @pytest.mark.slow
@@ -78,8 +101,9 @@ def test_lr_selection_is_alike_picks_the_best_validation_accuracy_skips_diverged
     from dataclasses import replace
 
     import lift.reproduce as R
+    from torch import nn
 
-    def fake_run(method, lr, seed, b, base, tok, evals, befores, *, with_val, progress):
+    def fake_run(method, lr, seed, cfg, env, *, with_val, progress, filter_rank=None):
         if method == "lift" and lr > 0.02:
             raise FloatingPointError("diverged")
         if method == "lift":
@@ -91,9 +115,11 @@ def test_lr_selection_is_alike_picks_the_best_validation_accuracy_skips_diverged
                 "bytes": 1, "step_s": 0.1, "losses": [1.0], "mask_updates": 0}
 
     monkeypatch.setattr(R, "_one_run", fake_run)
-    b = replace(R.SMOKE, seeds=(0, 1), methods=("lift", "lora"), memory_methods=(), lr_grid=(1 / 3, 1.0, 3.0, 9.0),
-                extend=1)
-    res = R.run_methods(b, progress=False)
+    monkeypatch.setattr(R, "_setup", lambda cfg: {"base": nn.Sequential(nn.Linear(4, 3)), "tok": None, "evals": {},
+                                                  "befores": {"source": 1.0, "source_token": 1.0, "target": 0.0}})
+    monkeypatch.setattr(R, "LR_CENTRES", {"lift": 3e-3, "lora": 3e-3})
+    cfg = replace(R.BUDGETS.smoke, methods=("lift", "lora"), lr_grid=(1 / 3, 1.0, 3.0, 9.0), extend=1)
+    res = R.run_methods(cfg, [0, 1], progress=False)
     assert res["methods"]["lift"]["lr"] == [3e-3, 3e-3]  # chosen on seed 0, reused for seed 1
     assert res["methods"]["lift"]["seed"] == [0, 1]
     assert res["diverged"] == [{"method": "lift", "lr": 3e-3 * 9.0}]
@@ -108,7 +134,36 @@ def test_lr_selection_is_alike_picks_the_best_validation_accuracy_skips_diverged
 def test_lr_grids_have_the_same_size_for_every_method():
     import lift.reproduce as R
 
-    for b in (R.FULL, R.QUICK, R.SMOKE):
-        assert len({len(R.lr_grid(m, b)) for m in b.methods}) == 1
-        assert "lift" in b.methods and "full_ft" in b.methods
-    assert len(R.FULL.seeds) >= 5 and len(R.QUICK.seeds) == 3
+    for cfg in (R.BUDGETS.full, R.BUDGETS.quick, R.BUDGETS.smoke):
+        assert len({len(R.lr_grid(m, cfg)) for m in cfg.methods}) == 1
+        assert "lift" in cfg.methods and "full_ft" in cfg.methods
+    assert R.BUDGETS.full.seeds >= 5 and R.BUDGETS.quick.seeds == 3
+    assert len(R.BUDGETS.full.lr_grid) >= 3 and R.BUDGETS.full.extend >= 1  # bracketed: an interior optimum
+    assert set(R.BUDGETS.full.sweep_ranks) >= {1, 2, 4, 8, 16, 32, 0}
+
+
+def test_retention_at_matched_accuracy_interpolates_along_the_lr_curve():
+    from lift.reproduce import retention_at
+
+    runs = [{"lr": 3e-3, "target": 0.1, "retention_token": 0.9}, {"lr": 1e-3, "target": 0.0, "retention_token": 1.0},
+            {"lr": 9e-3, "target": 0.3, "retention_token": 0.5}]
+    assert retention_at(runs, 0.2) == pytest.approx(0.7)  # halfway between (0.1, 0.9) and (0.3, 0.5)
+    assert retention_at(runs, 0.1) == pytest.approx(0.9)
+    assert retention_at(runs, 0.4) is None  # never reached
+    # negative control: reading the curve unsorted (by list order) would interpolate (0.0, 1.0)-(0.3, 0.5) instead
+    assert retention_at(runs, 0.2) != pytest.approx(1.0 + (0.2 / 0.3) * (0.5 - 1.0))
+
+
+def test_teacher_forced_exact_match_equals_greedy_generation_exact_match(tok):
+    from icml25.testbeds.lm import exact_match
+    from lift.finetune import answer_scores
+
+    model = build_tiny_lm(tok, hidden_size=48, num_layers=1, seed=0)
+    train = make_examples("add", 256, seed=0, split="train")
+    finetune(model, tok, train, optimizer=torch.optim.AdamW(model.parameters(), lr=3e-3), steps=150, batch_size=32)
+    ex = make_examples("add", 96, seed=1, split="test")
+    sc = answer_scores(model, tok, ex)
+    gen = exact_match(model, tok, ex)
+    assert 0.0 < gen < 1.0  # partly trained: the comparison is not trivial
+    assert sc["exact"] == gen
+    assert sc["token"] > sc["exact"]  # negative control: the graded token accuracy is a different number

@@ -49,7 +49,7 @@ def test_unmasked_entries_bit_identical_and_masked_change():
 
 def test_grad_is_not_overwritten():
     net = _net()
-    opt = SparseAdamW(net, lr=1e-2, filter_rank=2, budget_rank=1, update_interval=None)
+    opt = SparseAdamW(net, lr=1e-2, filter_rank=2, budget_rank=1, update_interval=None, sparse_grads=False)
     _loss(net, 0).backward()
     grads = [p.grad.clone() for p in net.parameters() if p.grad is not None]
     opt.step()
@@ -94,7 +94,8 @@ def test_weight_decay_actually_decays_masked_entries():
 
 def test_first_step_moves_every_masked_entry_by_lr():
     net = _net()
-    opt = SparseAdamW(net, lr=1e-3, filter_rank=2, budget_rank=1, update_interval=None, eps=0.0)
+    opt = SparseAdamW(net, lr=1e-3, filter_rank=2, budget_rank=1, update_interval=None, eps=0.0,
+                      sparse_grads=False)  # dense .grad kept to read the signs
     w0 = net[0].weight.detach().clone()
     _loss(net, 0).backward()
     g = net[0].weight.grad.clone()
@@ -273,3 +274,49 @@ def test_statistics_masks_reject_misuse():
         compute_mask(w, mask_type="magnitude", budget_rank=1, scores=w)
     with pytest.raises(LiftConfigError, match="training statistics"):
         shira_mask_fn(mask_type="movement")
+
+
+def _run_sparse_vs_dense(sparse: bool, mask_fn=None, steps: int = 5, accum: int = 2):
+    net = _net()
+    opt = SparseAdamW(net, lr=1e-2, filter_rank=2, budget_rank=1, update_interval=2, sparse_grads=sparse,
+                      mask_fn=mask_fn)
+    for s in range(steps):
+        opt.zero_grad()
+        for a in range(accum):
+            _loss(net, 10 * s + a).backward()
+        if sparse:  # the dense gradient of every masked weight is gone; only the (k,) buffer is left
+            for p in opt.param_groups[0]["params"]:
+                assert p.grad is None and opt.sparse_grad(p).shape == (opt.state[p]["indices"].numel(),)
+        opt.step()
+    return net, opt
+
+
+def test_sparse_gradients_give_bit_identical_updates_to_the_dense_path():
+    dense, od = _run_sparse_vs_dense(False)
+    sparse, osp = _run_sparse_vs_dense(True)
+    assert od.mask_update_steps == osp.mask_update_steps == [2, 4]
+    for (n, a), (_, b) in zip(dense.named_parameters(), sparse.named_parameters()):
+        assert torch.equal(a, b), n
+    for p, q in zip(od.param_groups[0]["params"], osp.param_groups[0]["params"]):
+        assert torch.equal(od.state[p]["exp_avg_sq"], osp.state[q]["exp_avg_sq"])
+    # negative control: gathering with a wrong mask (a different k-subset) gives a different trajectory
+    def wrong(w):
+        m = torch.zeros(w.numel(), dtype=torch.bool)
+        m[: min((w.shape[0] + w.shape[1]) * 1, w.numel())] = True
+        return m.view(w.shape)
+
+    bad, _ = _run_sparse_vs_dense(True, mask_fn=wrong)
+    assert not all(torch.equal(a, b) for a, b in zip(dense.parameters(), bad.parameters()))
+
+
+def test_sparse_gradient_buffers_hold_k_floats_and_zero_grad_clears_them():
+    net = _net()
+    opt = SparseAdamW(net, lr=1e-2, filter_rank=2, budget_rank=1, update_interval=None)
+    _loss(net, 0).backward()
+    k = sum(opt.state[p]["indices"].numel() for p in opt.param_groups[0]["params"])
+    assert opt.grad_buffer_bytes() == 4 * k
+    opt.zero_grad()
+    assert opt.grad_buffer_bytes() == 0
+    opt.remove_hooks()  # back to dense gradients
+    _loss(net, 0).backward()
+    assert all(p.grad is not None for p in opt.param_groups[0]["params"]) and opt.grad_buffer_bytes() == 0

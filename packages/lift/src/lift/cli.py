@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
@@ -46,8 +46,10 @@ class TrainConfig(CommonOptions):
     """Recompute the masks every this many optimizer steps."""
     betas: tuple[float, float] = (0.9, 0.95)
     """Adam betas."""
-    eps: float = 1e-8
-    """Adam eps (added to sqrt(v), HF style)."""
+    eps: float = 1e-6
+    """Adam eps (added to sqrt(v), HF style); 1e-6 is the released SparseAdamW's default."""
+    sparse_grads: bool = True
+    """Keep only the k masked entries of each gradient (--no-sparse-grads: dense gradients, as the official code)."""
     weight_decay: float = 0.0
     """Decoupled weight decay on the masked entries."""
     mask_type: Literal["principal", "magnitude", "random", "stable_rank", "gradient", "momentum",
@@ -100,23 +102,28 @@ def train(cfg: TrainConfig) -> int:
     seed_everything(cfg.seed)
     torch.set_num_threads(min(2, torch.get_num_threads()))
     device = resolve_device(cfg.device)
+    rank, world = _init_distributed(device)
     examples = load_examples(task=cfg.task, data=cfg.data, n=cfg.n_train, seed=cfg.seed, split="train")
     model, tok = load_model(cfg.model, device=device)
     opt = SparseAdamW(model, lr=cfg.lr, filter_rank=cfg.filter_rank,
                       budget_rank=None if cfg.density is not None else cfg.budget_rank,
                       density=cfg.density, update_interval=cfg.update_interval, betas=cfg.betas, eps=cfg.eps,
                       weight_decay=cfg.weight_decay, mask_type=cfg.mask_type, selection=cfg.selection, svd=cfg.svd,
-                      seed=cfg.seed)
-    rd = open_run_dir(METHOD.name, cfg)
-    rd.write_config(cfg)
-    rd.write_env(device=str(device))
+                      seed=cfg.seed, sparse_grads=cfg.sparse_grads)
+    rd = open_run_dir(METHOD.name, cfg) if rank == 0 else None
+    if rd is not None:
+        rd.write_config(cfg)
+        rd.write_env(device=str(device))
     res = finetune(model, tok, examples, optimizer=opt, steps=cfg.steps, batch_size=cfg.batch_size,
-                   grad_accum=cfg.grad_accum, seed=cfg.seed, progress=not cfg.quiet)
+                   grad_accum=cfg.grad_accum, seed=cfg.seed, progress=not cfg.quiet and rank == 0,
+                   rank=rank, world_size=world)
+    if rd is None:  # other ranks: the same weights as rank 0 (averaged gradients); rank 0 saves them
+        return 0
     for i, loss in enumerate(res["losses"]):
         rd.log(i + 1, loss=loss)
     summary = {"final_loss": res["losses"][-1], "seconds": res["seconds"], "step_seconds": res["step_seconds"],
                "trainable_entries": opt.trainable_entries(), "optimizer_state_floats": opt.state_floats(),
-               "mask_update_steps": opt.mask_update_steps, "memory_bytes": res["memory"]}
+               "mask_update_steps": opt.mask_update_steps, "memory_bytes": res["memory"], "processes": world}
     if cfg.data is None:
         summary["train_accuracy"] = exact_match_any(model, tok, examples[:200])
     save_model(rd.path / "model", model, tok, extra={"config": cfg, **summary})
@@ -125,6 +132,21 @@ def train(cfg: TrainConfig) -> int:
         print(f"final loss {summary['final_loss']:.4f}; {summary['trainable_entries']} trainable entries, "
               f"{summary['optimizer_state_floats']} optimizer-state floats; model saved to {rd.target / 'model'}")
     return 0
+
+
+def _init_distributed(device: Any) -> tuple[int, int]:
+    """``(rank, world_size)``; under ``accelerate launch`` / ``torchrun`` (``WORLD_SIZE`` > 1) join the process
+    group (gloo on the CPU, nccl on CUDA). SparseAdamW then averages the gradients over the ranks."""
+    import os
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world < 2:
+        return 0, 1
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if getattr(device, "type", "cpu") == "cuda" else "gloo")
+    return dist.get_rank(), dist.get_world_size()
 
 
 def evaluate(cfg: EvaluateConfig) -> int:

@@ -36,7 +36,7 @@ from lift.masks import MaskType, Selection, shira_mask_fn
 from lift.optim import SparseAdamW, select_linear_weights
 
 __all__ = ["METHODS", "MethodConfig", "SetUp", "setup_method", "finetune", "state_floats", "trainable_count",
-           "live_training_bytes", "answer_token_accuracy"]
+           "live_training_bytes", "answer_token_accuracy", "answer_scores"]
 
 METHODS = ("full_ft", "lora", "lift", "lift_static", "lift_smallest", "magnitude", "random", "gradient", "momentum",
            "movement")
@@ -61,14 +61,18 @@ class MethodConfig:
     """LIFT mask refresh period in optimizer steps."""
     betas: tuple[float, float] = (0.9, 0.95)
     """AdamW betas of every method (the official training script uses (0.9, 0.95))."""
-    eps: float = 1e-8
-    """AdamW eps of every method."""
+    eps: float = 1e-6
+    """AdamW eps of every method: 1e-6, the released ``SparseAdamW``'s default (issue 32; was 1e-8)."""
     weight_decay: float = 0.0
     """Decoupled weight decay of every method (0 in all official configs)."""
     lrs: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_LRS))
     """Learning rate per method."""
     seed: int = 0
     """Seed for random masks and randomized SVDs."""
+    svd: str = "auto"
+    """SVD of the SparseAdamW masks: auto, exact or randomized."""
+    sparse_grads: bool = True
+    """SparseAdamW methods keep only the k masked gradient entries (False: dense gradients, as the official code)."""
 
 
 @dataclass
@@ -101,7 +105,7 @@ def setup_method(name: str, model: nn.Module, cfg: MethodConfig) -> SetUp:
             model, filter_rank=cfg.filter_rank, budget_rank=cfg.budget_rank, update_interval=cfg.update_interval,
             mask_type=_SPARSE_ADAMW[name],
             selection=Selection.SMALLEST if name == "lift_smallest" else Selection.LARGEST, seed=cfg.seed,
-            **adam_kw)
+            sparse_grads=cfg.sparse_grads, svd=cfg.svd, **adam_kw)
         return SetUp(name, model, opt, {"lr": lr})
     from peft import get_peft_model
 
@@ -146,9 +150,12 @@ def trainable_count(setup: SetUp) -> int:
 
 
 def live_training_bytes(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, int]:
-    """Bytes of the live training state: parameters, gradients and optimizer state tensors (measured, not modelled)."""
+    """Bytes of the live training state: parameters, gradients (dense ``.grad`` plus SparseAdamW's ``(k,)`` gathered
+    gradients) and optimizer state tensors (moments, mask indices), counted from the live tensors."""
     params = sum(p.numel() * p.element_size() for p in model.parameters())
     grads = sum(p.grad.numel() * p.grad.element_size() for p in model.parameters() if p.grad is not None)
+    if isinstance(optimizer, SparseAdamW):
+        grads += optimizer.grad_buffer_bytes()  # the (k,) gathered gradients of the sparse-gradient path
     opt = 0
     for st in optimizer.state.values():
         if isinstance(st, dict):
@@ -160,9 +167,14 @@ def live_training_bytes(model: nn.Module, optimizer: torch.optim.Optimizer) -> d
 
 def finetune(model: Any, tokenizer: Any, examples: Sequence[Any], *, optimizer: torch.optim.Optimizer, steps: int,
              batch_size: int = 64, grad_accum: int = 1, warmup_ratio: float = 0.03, seed: int = 0,
-             progress: bool = False, desc: str = "finetune") -> dict[str, Any]:
+             progress: bool = False, desc: str = "finetune", rank: int = 0, world_size: int = 1) -> dict[str, Any]:
     """``steps`` optimizer steps of SFT on ``examples`` (``Example(prompt, answer)``), ``grad_accum`` micro-batches
     of ``batch_size`` each; linear LR decay with ``warmup_ratio`` warm-up.
+
+    Data parallel (``world_size > 1``, with :class:`~lift.optim.SparseAdamW` averaging the gradients over the
+    ranks): every rank draws the same stream of micro-batches; of each ``world_size`` consecutive micro-batches rank
+    ``r`` trains on the ``r``-th, so the global batch of a step is ``grad_accum * world_size`` micro-batches, the
+    same as one process with ``grad_accum * world_size`` accumulation steps (the losses returned are this rank's).
 
     Returns ``{"losses": [per optimizer step], "seconds": training wall time, "step_seconds": median step time,
     "memory": live_training_bytes after the last backward, "peak_cuda_bytes": or None}``.
@@ -172,6 +184,8 @@ def finetune(model: Any, tokenizer: Any, examples: Sequence[Any], *, optimizer: 
     from icml25.train import progress as bar
     from transformers import get_linear_schedule_with_warmup
 
+    if not 0 <= rank < world_size:
+        raise LiftConfigError(f"rank must be in [0, world_size); got rank {rank!r}, world_size {world_size!r}")
     for fname, value, low in (("steps", steps, 1), ("batch_size", batch_size, 1), ("grad_accum", grad_accum, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise LiftConfigError(f"{fname} must be an int >= {low}; got {value!r}")
@@ -199,7 +213,10 @@ def finetune(model: Any, tokenizer: Any, examples: Sequence[Any], *, optimizer: 
         optimizer.zero_grad(set_to_none=True)
         total = 0.0
         for _ in range(grad_accum):
-            _, idx = next(batches)
+            for r in range(world_size):  # every rank draws every micro-batch; keeps its own
+                _, idx_r = next(batches)
+                if r == rank:
+                    idx = idx_r
             T = int(lengths[idx].max())
             batch = {k: v[idx, :T].to(device) for k, v in data.items()}  # (B, T) each
             loss = model(**batch).loss / grad_accum
@@ -230,11 +247,16 @@ def finetune(model: Any, tokenizer: Any, examples: Sequence[Any], *, optimizer: 
 
 
 @torch.no_grad()
-def answer_token_accuracy(model: Any, tokenizer: Any, examples: Sequence[Any], *, batch_size: int = 256) -> float:
-    """Teacher-forced accuracy on the answer tokens (and ``</s>``): the fraction of answer positions where the
-    model's argmax next token equals the true one given the true prefix.
+def answer_scores(model: Any, tokenizer: Any, examples: Sequence[Any], *, batch_size: int = 256) -> dict[str, float]:
+    """Teacher-forced scores on the answer tokens (and ``</s>``) in one forward pass per batch:
 
-    A graded measure of retained knowledge (unlike exact match it does not collapse to 0 when one digit is wrong):
+    * ``token``: the fraction of answer positions where the argmax next token equals the true one given the true
+      prefix (graded; does not collapse to 0 when one digit is wrong);
+    * ``exact``: the fraction of examples whose answer positions are *all* right. By induction over the positions
+      this is exactly whether greedy decoding reproduces ``answer`` followed by ``</s>``, i.e.
+      ``icml25.testbeds.lm.exact_match`` for a tokenizer with one tokenization per string (the test bed's
+      character tokenizer), without the token-by-token generation (tested equal on a trained model).
+
     ``pred = argmax logits[:, :-1]`` (B, T-1) against ``labels[:, 1:]`` (B, T-1) at the answer positions.
     """
     from icml25.testbeds.lm import encode_examples
@@ -244,7 +266,7 @@ def answer_token_accuracy(model: Any, tokenizer: Any, examples: Sequence[Any], *
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    hits = total = 0
+    hits = total = exact = 0
     for start in range(0, len(examples), batch_size):
         data = encode_examples(tokenizer, examples[start: start + batch_size])  # (B, T) each
         logits = model(input_ids=data["input_ids"].to(device),
@@ -252,8 +274,16 @@ def answer_token_accuracy(model: Any, tokenizer: Any, examples: Sequence[Any], *
         pred = logits[:, :-1].argmax(-1).cpu()  # (B, T-1): prediction of token t+1
         target = data["labels"][:, 1:]  # (B, T-1)
         keep = target != -100
-        hits += int((pred[keep] == target[keep]).sum())
+        right = (pred == target) & keep  # (B, T-1)
+        hits += int(right.sum())
         total += int(keep.sum())
+        exact += int((right.sum(1) == keep.sum(1)).sum())  # every answer position right
     if was_training:
         model.train()
-    return hits / total
+    return {"token": hits / total, "exact": exact / len(examples)}
+
+
+def answer_token_accuracy(model: Any, tokenizer: Any, examples: Sequence[Any], *, batch_size: int = 256) -> float:
+    """Teacher-forced accuracy on the answer tokens (and ``</s>``), see :func:`answer_scores`: a graded measure of
+    retained knowledge (unlike exact match it does not collapse to 0 when one digit is wrong)."""
+    return answer_scores(model, tokenizer, examples, batch_size=batch_size)["token"]

@@ -218,14 +218,9 @@ def stable_rank(weight: torch.Tensor) -> float:
     return float((s**2).sum() / s[0] ** 2)
 
 
-def low_rank_approximation(weight: torch.Tensor, rank: int, *, svd: SVDMethod | str = SVDMethod.AUTO,
-                           niter: int = 2, seed: int = 0) -> torch.Tensor:
-    """The rank-``rank`` approximation ``W' = U_r diag(S_r) V_r^T`` of ``weight`` (shape (m, n)).
-
-    Computed in float32 (float64 for float64 input) on the weight's device. ``svd="randomized"`` uses
-    ``torch.svd_lowrank(W, q=min(2 r, min(m, n)), niter)`` under a forked RNG seeded with ``seed`` (so it is
-    deterministic and leaves the global RNG untouched).
-    """
+def _low_rank_factors(weight: torch.Tensor, rank: int, *, svd: SVDMethod | str = SVDMethod.AUTO, niter: int = 2,
+                      seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(A, B)`` with ``A = U_r diag(S_r)`` (m, r) and ``B = V_r^T`` (r, n), so ``W' = A @ B``."""
     _check_weight(weight)
     m, n = weight.shape
     _check_int(rank, "filter_rank", low=1, high=min(m, n))
@@ -237,15 +232,52 @@ def low_rank_approximation(weight: torch.Tensor, rank: int, *, svd: SVDMethod | 
     w = weight.detach().to(device=dev, dtype=_work_dtype(weight))
     if method is SVDMethod.EXACT:
         u, s, vh = torch.linalg.svd(w, full_matrices=False)  # u (m, p), s (p,), vh (p, n), p = min(m, n)
-        approx = (u[:, :rank] * s[:rank]) @ vh[:rank]  # (m, r) * (r,) @ (r, n) -> (m, n)
-    else:
-        q = min(2 * rank, min(m, n))
-        devices = [dev] if dev.type == "cuda" else []
-        with torch.random.fork_rng(devices=devices):
-            torch.manual_seed(seed)
-            u, s, v = torch.svd_lowrank(w, q=q, niter=niter)  # u (m, q), s (q,), v (n, q)
-        approx = (u[:, :rank] * s[:rank]) @ v[:, :rank].T  # (m, r) * (r,) @ (r, n) -> (m, n)
-    return approx.to(weight.device)
+        return u[:, :rank] * s[:rank], vh[:rank]  # (m, r) * (r,) -> (m, r); (r, n)
+    q = min(2 * rank, min(m, n))
+    devices = [dev] if dev.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        u, s, v = torch.svd_lowrank(w, q=q, niter=niter)  # u (m, q), s (q,), v (n, q)
+    return u[:, :rank] * s[:rank], v[:, :rank].T  # (m, r); (r, n)
+
+
+def low_rank_approximation(weight: torch.Tensor, rank: int, *, svd: SVDMethod | str = SVDMethod.AUTO,
+                           niter: int = 2, seed: int = 0) -> torch.Tensor:
+    """The rank-``rank`` approximation ``W' = U_r diag(S_r) V_r^T`` of ``weight`` (shape (m, n)).
+
+    Computed in float32 (float64 for float64 input) on the weight's device. ``svd="randomized"`` uses
+    ``torch.svd_lowrank(W, q=min(2 r, min(m, n)), niter)`` under a forked RNG seeded with ``seed`` (so it is
+    deterministic and leaves the global RNG untouched).
+    """
+    a, b = _low_rank_factors(weight, rank, svd=svd, niter=niter, seed=seed)
+    return (a @ b).to(weight.device)  # (m, r) @ (r, n) -> (m, n)
+
+
+#: Matrices with more entries than this get their principal mask in row blocks (:func:`principal_mask`).
+LOWMEM_MIN_ENTRIES = 2**20
+_BLOCK_ENTRIES = 2**18
+
+
+def _blocked_topk_of_product(a: torch.Tensor, b: torch.Tensor, k: int, *, largest: bool,
+                             block_rows: int) -> torch.Tensor:
+    """Flat row-major indices (k,) of the top-k ``|a @ b|`` (m, n), computed ``block_rows`` rows at a time so that
+    the dense (m, n) product is never materialised: each block's top-k candidates are merged with the running k."""
+    m, n = a.shape[0], b.shape[1]
+    best_v: torch.Tensor | None = None  # (<=k,) scores of the running candidates
+    best_i: torch.Tensor | None = None  # (<=k,) their flat indices
+    for r0 in range(0, m, block_rows):
+        blk = (a[r0: r0 + block_rows] @ b).abs_().reshape(-1)  # (rows*n,)
+        kk = min(k, blk.numel())
+        v, i = torch.topk(blk, kk, largest=largest, sorted=False)
+        i = i + r0 * n
+        if best_v is None:
+            best_v, best_i = v, i
+        else:
+            v, i = torch.cat([best_v, v]), torch.cat([best_i, i])
+            keep = torch.topk(v, min(k, v.numel()), largest=largest, sorted=False).indices
+            best_v, best_i = v[keep], i[keep]
+    assert best_i is not None
+    return best_i
 
 
 def topk_mask(scores: torch.Tensor, k: int, *, selection: Selection | str = Selection.LARGEST) -> torch.Tensor:
@@ -273,11 +305,22 @@ def principal_mask(weight: torch.Tensor, *, filter_rank: int, budget_rank: int |
         svd: ``"exact"``, ``"randomized"`` or ``"auto"`` (randomized when min(m, n) > 1024).
         niter, seed: power iterations and seed of the randomized SVD.
 
+    Matrices with more than :data:`LOWMEM_MIN_ENTRIES` entries are scored in row blocks from the SVD factors
+    (``W' = A B`` never held whole): the same top-k, without an (m, n) temporary.
+
     Returns:
         ``torch.BoolTensor`` of shape (m, n) on ``weight.device`` with exactly k ones.
     """
     _check_weight(weight)
     k = budget_size(weight.shape, budget_rank=budget_rank, density=density)
+    if weight.numel() > LOWMEM_MIN_ENTRIES:  # large matrix: never hold the dense (m, n) W' (peak memory)
+        a, b = _low_rank_factors(weight, filter_rank, svd=svd, niter=niter, seed=seed)
+        _check_int(k, "k", low=1, high=weight.numel())
+        idx = _blocked_topk_of_product(a, b, k, largest=Selection.parse(selection) is Selection.LARGEST,
+                                       block_rows=max(1, _BLOCK_ENTRIES // weight.shape[1]))
+        mask = torch.zeros(weight.numel(), dtype=torch.bool, device=a.device)
+        mask[idx] = True
+        return mask.view(weight.shape).to(weight.device)  # (m*n,) -> (m, n)
     approx = low_rank_approximation(weight, filter_rank, svd=svd, niter=niter, seed=seed)
     return topk_mask(approx.abs(), k, selection=selection)
 

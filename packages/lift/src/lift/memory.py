@@ -34,7 +34,7 @@ import torch
 
 from lift.errors import LiftConfigError
 
-__all__ = ["AllocationTrace", "measure_training_memory", "rss_peak_subprocess", "MemorySpec"]
+__all__ = ["AllocationTrace", "measure_training_memory", "rss_peak_subprocess", "rss_peak_batch", "MemorySpec"]
 
 
 class AllocationTrace:
@@ -101,7 +101,9 @@ def measure_training_memory(method: str, base_model: Any, tokenizer: Any, exampl
     """Peak memory of ``steps`` optimizer steps of ``method`` on a copy of ``base_model`` (same code as reproduce).
 
     The copy of the model, the method's set-up (peft wrapping, masks, optimizer) and the training steps are all
-    inside the :class:`AllocationTrace` window. Returns ``{"peak_bytes", "net_bytes", "peak_cuda_bytes"}``.
+    inside the :class:`AllocationTrace` window. Returns ``{"peak_bytes", "net_bytes", "peak_cuda_bytes", "live"}``,
+    ``live`` = the weights / gradients / optimizer-state bytes alive after the last backward (``params``, ``grads``,
+    ``optimizer``; the optimizer entry after the last step), counted from the live tensors.
     """
     from lift.finetune import finetune, setup_method
 
@@ -114,11 +116,12 @@ def measure_training_memory(method: str, base_model: Any, tokenizer: Any, exampl
     with AllocationTrace() as tr:
         model = copy.deepcopy(base_model)
         su = setup_method(method, model, cfg)
-        finetune(su.model, tokenizer, examples, optimizer=su.optimizer, steps=steps, batch_size=batch_size,
-                 seed=seed)
+        res = finetune(su.model, tokenizer, examples, optimizer=su.optimizer, steps=steps, batch_size=batch_size,
+                       seed=seed)
         del su, model
         gc.collect()
-    out: dict[str, Any] = {"peak_bytes": tr.peak_bytes, "net_bytes": tr.net_bytes, "peak_cuda_bytes": None}
+    out: dict[str, Any] = {"peak_bytes": tr.peak_bytes, "net_bytes": tr.net_bytes, "peak_cuda_bytes": None,
+                           "live": res["memory"]}
     if cuda:
         out["peak_cuda_bytes"] = int(torch.cuda.max_memory_allocated() - cuda0)
     return out
@@ -134,6 +137,12 @@ class MemorySpec:
     method: str
     hidden_size: int = 512
     num_layers: int = 4
+    intermediate_size: int | None = None
+    """None: the test bed's default (4 x hidden)."""
+    sparse_grads: bool = True
+    """LIFT's sparse-gradient path (``SparseAdamW(sparse_grads=...)``); False = dense gradients as the official code."""
+    svd: str = "randomized"
+    """SVD of LIFT's masks (randomized: what a large model uses; exact SVD of a 1024 x 4096 matrix takes ~10 s)."""
     steps: int = 2
     batch_size: int = 16
     budget_rank: int = 4
@@ -169,10 +178,12 @@ def _child(spec: MemorySpec) -> dict[str, Any]:
 
     torch.set_num_threads(1)
     tok = build_tokenizer()
-    model = build_tiny_lm(tok, hidden_size=spec.hidden_size, num_layers=spec.num_layers, seed=spec.seed)
+    model = build_tiny_lm(tok, hidden_size=spec.hidden_size, num_layers=spec.num_layers,
+                          intermediate_size=spec.intermediate_size, seed=spec.seed)
     examples = make_examples("mul", 4 * spec.batch_size, seed=spec.seed, split="train")
     cfg = MethodConfig(budget_rank=spec.budget_rank, filter_rank=spec.filter_rank,
-                       update_interval=spec.update_interval, seed=spec.seed)
+                       update_interval=spec.update_interval, seed=spec.seed, sparse_grads=spec.sparse_grads,
+                       svd=spec.svd)
     with torch.no_grad():  # warm-up forward: kernels and thread pools are loaded before the baseline
         model(**encode_examples(tok, examples[:2]))
     gc.collect()
@@ -180,13 +191,19 @@ def _child(spec: MemorySpec) -> dict[str, Any]:
     hwm_reset = _reset_peak_rss()
     base_kb = _status_kb("VmRSS")
     ru0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    import time
+
+    t0 = time.perf_counter()
     su = setup_method(spec.method, model, cfg)
-    finetune(su.model, tok, examples, optimizer=su.optimizer, steps=spec.steps, batch_size=spec.batch_size,
-             seed=spec.seed)
+    t_setup = time.perf_counter() - t0
+    res = finetune(su.model, tok, examples, optimizer=su.optimizer, steps=spec.steps, batch_size=spec.batch_size,
+                   seed=spec.seed)
     peak_kb = _status_kb("VmHWM") if hwm_reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"method": spec.method, "rss_before_bytes": 1024 * base_kb, "rss_peak_bytes": 1024 * peak_kb,
             "peak_increase_bytes": 1024 * (peak_kb - base_kb), "param_bytes": params,
-            "hwm_reset": hwm_reset, "ru_maxrss_before_kb": ru0}
+            "n_params": sum(p.numel() for p in model.parameters()), "hwm_reset": hwm_reset,
+            "ru_maxrss_before_kb": ru0, "live": res["memory"], "setup_s": t_setup,
+            "step_s": res["step_seconds"], "sparse_grads": spec.sparse_grads}
 
 
 def rss_peak_subprocess(spec: MemorySpec, *, timeout: float = 600.0) -> dict[str, Any]:
@@ -205,8 +222,70 @@ def rss_peak_subprocess(spec: MemorySpec, *, timeout: float = 600.0) -> dict[str
     return json.loads(lines[-1])
 
 
-if __name__ == "__main__":  # the child of rss_peak_subprocess
+def rss_peak_batch(specs: Sequence[MemorySpec], *, timeout: float = 600.0) -> list[dict[str, Any]]:
+    """:func:`rss_peak_subprocess` for many specs at the price of one interpreter start-up: one fresh Python process
+    imports torch/transformers/peft and builds the tokenizer once (one thread, no torch work), then ``os.fork()``-s
+    one child per spec; each child builds its own model, resets its peak-RSS counter and trains, so its peak RSS
+    increase is its own (pages inherited from the parent are resident before the reset and not counted again).
+    Results in the order of ``specs``."""
+    from lift.finetune import METHODS
+
+    for spec in specs:
+        if spec.method not in METHODS:
+            raise LiftConfigError(f"method must be one of {', '.join(METHODS)}; got {spec.method!r}")
+    if not specs:
+        return []
+    env = dict(os.environ)
+    env.update({"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "0", "OMP_NUM_THREADS": "1",
+                "TOKENIZERS_PARALLELISM": "false"})
+    cmd = [sys.executable, "-m", "lift.memory", "--batch", json.dumps([asdict(s) for s in specs])]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"memory fork server failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    got = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if len(got) != len(specs):
+        raise RuntimeError(f"memory fork server returned {len(got)} results for {len(specs)} specs: "
+                           f"{proc.stderr[-2000:]}")
+    return got
+
+
+def _fork_server(specs: list[MemorySpec]) -> None:
+    """Run in the fresh process of :func:`rss_peak_batch`: warm the imports once, fork one child per spec."""
+    torch.set_num_threads(1)  # no OpenMP pool in the parent: forking after it exists can hang the child
+    from icml25.testbeds.lm import build_tokenizer
+
+    import lift.finetune  # noqa: F401  (import once, before forking)
+
+    build_tokenizer()  # warm any tokenizer cache
+    for spec in specs:
+        rfd, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child
+            os.close(rfd)
+            code = 0
+            try:
+                out = json.dumps(_child(spec)).encode()
+            except BaseException as e:  # report, never return into the parent's loop
+                out = json.dumps({"error": repr(e)}).encode()
+                code = 1
+            with os.fdopen(wfd, "wb") as fh:
+                fh.write(out)
+            os._exit(code)
+        os.close(wfd)
+        with os.fdopen(rfd, "rb") as fh:
+            data = fh.read()
+        _, status = os.waitpid(pid, 0)
+        rec = json.loads(data.decode() or "{}")
+        if "error" in rec or not data or os.waitstatus_to_exitcode(status) != 0:
+            raise RuntimeError(f"memory child for {spec} failed: {rec.get('error', status)}")
+        print(json.dumps(rec), flush=True)
+
+
+if __name__ == "__main__":  # the child of rss_peak_subprocess / the fork server of rss_peak_batch
     import warnings
 
     warnings.filterwarnings("ignore")
-    print(json.dumps(_child(MemorySpec(**json.loads(sys.argv[1])))), flush=True)
+    if sys.argv[1] == "--batch":
+        _fork_server([MemorySpec(**d) for d in json.loads(sys.argv[2])])
+    else:
+        print(json.dumps(_child(MemorySpec(**json.loads(sys.argv[1])))), flush=True)

@@ -12,7 +12,15 @@ For every masked weight ``W`` (shape ``(m, n)``) with mask ``M`` of ``k`` entrie
     W.flatten()[idx] <- W_M - lr wd W_M - a_t m / (sqrt(v) + eps)   # decoupled weight decay on W_M only
     W.flatten()[not idx] unchanged (bit-identical)
 
-So the optimizer state is ``2k`` floats per matrix instead of ``2mn`` for dense AdamW. Every ``update_interval``
+So the optimizer state is ``2k`` floats per matrix instead of ``2mn`` for dense AdamW.
+
+**Sparse gradients** (``sparse_grads=True``, the default for the weight-based masks): a post-accumulate-grad hook on
+every masked weight gathers ``G.flatten()[idx]`` (shape ``(k,)``) into a flat per-matrix buffer (summed over
+micro-batches) and sets ``W.grad = None`` at once, so the dense ``(m, n)`` gradient of a matrix lives only while
+autograd hands it over (one matrix at a time) instead of from backward until ``zero_grad``. The update is bit-for-bit
+the dense path's (the same float operations on the same entries). After ``backward`` the masked weights' ``.grad`` is
+``None``; :meth:`SparseAdamW.sparse_grad` returns the buffer. The training-statistics masks (gradient, momentum,
+movement) read the dense gradient and keep the dense path. Every ``update_interval``
 optimizer steps (after optimizer step ``n`` with ``n % update_interval == 0``; the official code's off-by-one
 ``(n + 1) % update_interval == 0`` via ``official_schedule=True``) each mask is recomputed from the current weights
 and the moments are remapped: entries in both the old and the new mask keep their moments, new entries start at 0,
@@ -124,6 +132,12 @@ class SparseAdamW(torch.optim.Optimizer):
         target_modules, exclude: which ``nn.Linear`` modules to mask when given a model.
         train_other_params: with a model, also train the non-masked parameters with dense AdamW.
         official_schedule: refresh after step ``n`` when ``(n + 1) % update_interval == 0`` (official off-by-one).
+        sparse_grads: keep only the ``k`` masked entries of each masked weight's gradient (see the module doc;
+            default on; ignored, i.e. dense, for the gradient / momentum / movement masks). ``False`` keeps dense
+            ``.grad`` tensors as the official code does (needed e.g. for gradient clipping over all gradients or DDP).
+        sync_ranks: under an initialised ``torch.distributed`` process group (``accelerate launch``, ``torchrun``)
+            average every gradient over the ranks inside :meth:`step` (data parallelism without DDP; the masks are
+            identical on every rank). Do not wrap the model in DDP as well.
 
     Attributes:
         param_names: ``{id(param): name}`` when built from a model.
@@ -154,6 +168,8 @@ class SparseAdamW(torch.optim.Optimizer):
         exclude: Sequence[str] = ("lm_head",),
         train_other_params: bool = False,
         official_schedule: bool = False,
+        sparse_grads: bool = True,
+        sync_ranks: bool = True,
     ) -> None:
         _check_hparams(lr, betas, eps, weight_decay)
         mt = MaskType.parse(mask_type)
@@ -188,7 +204,13 @@ class SparseAdamW(torch.optim.Optimizer):
             "update_interval": update_interval, "mask_type": mt.value, "selection": sel.value, "svd": svd_m.value,
             "niter": int(niter), "seed": int(seed), "official_schedule": bool(official_schedule),
             "optimizer_step": 0, "mask_update_steps": [],
+            "sparse_grads": bool(sparse_grads) and not mt.needs_scores,
         }
+        if not isinstance(sparse_grads, bool):
+            raise LiftConfigError(f"sparse_grads must be True or False; got {sparse_grads!r}")
+        self._sync_ranks = bool(sync_ranks)
+        self._grad_buffers: dict[torch.Tensor, torch.Tensor] = {}  # masked param -> (k,) gathered gradient
+        self._hooks: list[Any] = []
         super().__init__(groups, defaults)
         self._mask_fn = mask_fn
         for group in self.param_groups:
@@ -244,6 +266,44 @@ class SparseAdamW(torch.optim.Optimizer):
             state["mask_updates"] = 0
             state["exp_avg"] = torch.zeros(k, dtype=p.dtype, device=p.device)  # (k,)
             state["exp_avg_sq"] = torch.zeros(k, dtype=p.dtype, device=p.device)  # (k,)
+            if group["sparse_grads"]:
+                self._hooks.append(p.register_post_accumulate_grad_hook(self._gather_grad))
+
+    @torch.no_grad()
+    def _gather_grad(self, p: torch.Tensor) -> None:
+        """Post-accumulate-grad hook: ``buffer += G.flatten()[idx]`` (k,), then free the dense ``(m, n)`` grad."""
+        g = p.grad
+        if g is None:  # pragma: no cover - torch calls the hook after accumulating a gradient
+            return
+        idx = self.state[p]["indices"]  # (k,)
+        part = g.reshape(-1).index_select(0, idx)  # (m, n) -> (m*n,) -> (k,)
+        buf = self._grad_buffers.get(p)
+        if buf is None:
+            self._grad_buffers[p] = part
+        else:
+            buf.add_(part)
+        p.grad = None
+
+    def sparse_grad(self, param: torch.Tensor) -> torch.Tensor | None:
+        """The gathered gradient ``G.flatten()[idx]`` (k,) of a masked weight since the last ``zero_grad``."""
+        return self._grad_buffers.get(param)
+
+    def grad_buffer_bytes(self) -> int:
+        """Bytes of the sparse gradient buffers alive now."""
+        return sum(b.numel() * b.element_size() for b in self._grad_buffers.values())
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """As ``torch.optim.Optimizer.zero_grad``; also drops the sparse gradient buffers."""
+        super().zero_grad(set_to_none=set_to_none)
+        self._grad_buffers.clear()
+
+    def remove_hooks(self) -> None:
+        """Remove the sparse-gradient hooks (the masked weights get dense ``.grad`` again)."""
+        for h in self._hooks:
+            h.remove()
+        self._hooks.clear()
+        for group in self.param_groups:
+            group["sparse_grads"] = False
 
     def _compute_indices(self, p: torch.Tensor, group: dict[str, Any], *, param_index: int,
                          n_updates: int) -> torch.Tensor:
@@ -297,21 +357,48 @@ class SparseAdamW(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        self._average_over_ranks()
         for group in self.param_groups:
             for p in group["params"]:
+                if group["masked"] and group["sparse_grads"] and p.grad is None:
+                    g = self._grad_buffers.get(p)
+                    if g is not None:
+                        self._masked_update(p, group, g)
+                    continue
                 if p.grad is None:
                     continue
                 if p.grad.is_sparse:
                     raise RuntimeError("SparseAdamW does not support sparse gradients (torch.sparse); use dense grads")
                 if group["masked"]:
                     self._update_scores(p, group)
-                    self._masked_update(p, group)
+                    self._masked_update(p, group,
+                                        p.grad.reshape(-1).index_select(0, self.state[p]["indices"]))  # (k,)
                 else:
                     self._dense_update(p, group)
             group["optimizer_step"] += 1
             if group["masked"] and self._refresh_due(group):
                 self._refresh_group(group)
         return loss
+
+    def _average_over_ranks(self) -> None:
+        """Data parallelism without DDP: when a ``torch.distributed`` process group with more than one rank is
+        initialised, every gradient this step uses -- the ``(k,)`` sparse buffers (the masks are the same on every
+        rank: the same weights, the same seeds) and any dense ``.grad`` -- is all-reduced and divided by the world
+        size, so every rank applies the same update. Do not also wrap the model in DDP."""
+        if not self._sync_ranks:
+            return
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+            return
+        world = dist.get_world_size()
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad if p.grad is not None else self._grad_buffers.get(p)
+                if g is None:
+                    continue
+                dist.all_reduce(g, op=dist.ReduceOp.SUM)
+                g.div_(world)
 
     def _step_size(self, group: dict[str, Any], t: int) -> float:
         beta1, beta2 = group["betas"]
@@ -320,14 +407,15 @@ class SparseAdamW(torch.optim.Optimizer):
             step_size = step_size * math.sqrt(1.0 - beta2**t) / (1.0 - beta1**t)
         return step_size
 
-    def _masked_update(self, p: torch.Tensor, group: dict[str, Any]) -> None:
+    def _masked_update(self, p: torch.Tensor, group: dict[str, Any], grad_k: torch.Tensor) -> None:
+        """The masked AdamW step from ``grad_k`` = ``G.flatten()[idx]`` (k,)."""
         state = self.state[p]
         idx = state["indices"]  # (k,)
         if idx.numel() == 0:
             return
         beta1, beta2 = group["betas"]
         flat = p.view(-1)  # (m, n) -> (m*n,), a view: writes go to p
-        g = p.grad.reshape(-1).index_select(0, idx).to(state["exp_avg"].dtype)  # (k,)
+        g = grad_k.to(state["exp_avg"].dtype)  # (k,)
         state["step"] += 1
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.mul_(beta1).add_(g, alpha=1.0 - beta1)
@@ -384,6 +472,7 @@ class SparseAdamW(torch.optim.Optimizer):
                 state[key] = new
             state["indices"] = new_idx
             state["mask_updates"] += 1
+            self._grad_buffers.pop(p, None)  # gathered with the old mask: stale (consumed by the step)
         group["mask_update_steps"].append(group["optimizer_step"])
 
     def update_masks(self) -> None:
@@ -464,5 +553,7 @@ class SparseAdamW(torch.optim.Optimizer):
         for k, idx in stash.items():
             p = by_id[k]
             self.state[p]["indices"] = idx.to(device=p.device, dtype=torch.long)
+        self._grad_buffers.clear()
         for group in self.param_groups:
             group["mask_update_steps"] = list(group.get("mask_update_steps", []))
+            group.setdefault("sparse_grads", False)

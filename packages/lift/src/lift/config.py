@@ -1,0 +1,73 @@
+"""Budgets of ``lift reproduce`` (house shape: frozen config dataclasses, one :class:`icml25.experiment.Budgets`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from icml25.experiment import Budgets
+
+__all__ = ["Config", "BUDGETS", "SOURCE_TASK", "TARGET_TASK", "TIE_BREAK"]
+
+SOURCE_TASK = "add"
+TARGET_TASK = "mul"
+
+TIE_BREAK = 1e-4
+"""Validation score = exact match + TIE_BREAK x answer-token accuracy: exact match decides (it moves in steps of
+1/n_val), the graded token accuracy only breaks exact ties."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of one reproduce mode (the full run's values are the defaults)."""
+
+    seeds: int = 5
+    """Seeds of every per-seed list (paired by seed across methods)."""
+    steps: int = 100
+    """Optimizer steps of every fine-tuning run (same for every method)."""
+    batch_size: int = 32
+    n_train: int = 2000
+    n_eval: int = 300
+    """Held-out test examples of the source and of the target task."""
+    n_val: int = 300
+    """Validation examples of the target task (lr selection only)."""
+    hidden_size: int = 96
+    num_layers: int = 3
+    pretrain_steps: int = 600
+    budget_rank: int = 4
+    """r_b: LoRA rank and k = (m+n) r_b trainable entries per matrix for the sparse methods."""
+    filter_rank: int = 8
+    """r_f of LIFT in the method comparison (the "small r_f" of the rank-sweep claim)."""
+    update_interval: int = 25
+    eps: float = 1e-6
+    """AdamW eps of every method: the released SparseAdamW's default."""
+    methods: tuple[str, ...] = ("full_ft", "lora", "lift", "magnitude", "random")
+    """Tuned alike and compared with LIFT (lift_static, lift_smallest, gradient, momentum, movement exist in
+    :data:`lift.finetune.METHODS` but do not fit the 8-minute full run)."""
+    lr_grid: tuple[float, ...] = (1 / 3, 1.0, 3.0)
+    """Multipliers of each method's default lr (:data:`lift.finetune.DEFAULT_LRS`), same size for every method."""
+    extend: int = 2
+    """A choice at the edge of the lr grid is extended by up to this many grid steps (icml25.tuning)."""
+    sweep_ranks: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 0)
+    """r_f of the rank sweep; 0 = full rank (W' = W, the magnitude mask)."""
+    memory_steps: int = 3
+    """Optimizer steps of the in-process allocation trace (tiny LM)."""
+    rss_models: tuple[tuple[int, int], ...] = ((512, 2), (1024, 3))
+    """(hidden, layers) of the random-weight models whose peak RSS is measured in fresh processes; (1024, 3) has
+    about 52 M parameters."""
+    rss_methods: tuple[str, ...] = ("full_ft", "lora", "lift", "lift_dense")
+    """``lift_dense`` = LIFT with dense gradients (``sparse_grads=False``), the official code's memory path."""
+    rss_repeats: int = 3
+    """Fresh processes per (model, method)."""
+    mask_timing_dim: int = 4096
+
+
+BUDGETS = Budgets(
+    smoke=Config(seeds=1, steps=4, batch_size=8, n_train=64, n_eval=16, n_val=16, hidden_size=32, num_layers=1,
+                 pretrain_steps=5, budget_rank=2, filter_rank=2, update_interval=2, lr_grid=(1.0,), extend=0,
+                 sweep_ranks=(1, 2, 0), memory_steps=2, rss_models=(), mask_timing_dim=128,
+                 methods=("full_ft", "lora", "lift", "lift_static", "lift_smallest", "magnitude", "random")),
+    quick=Config(seeds=3, steps=40, n_train=1000, n_eval=100, n_val=100, lr_grid=(1.0,), extend=0,
+                 methods=("full_ft", "lora", "lift", "magnitude"), sweep_ranks=(1, 8, 0), rss_models=((512, 2),),
+                 rss_repeats=1, mask_timing_dim=1024),
+    full=Config(),
+)
