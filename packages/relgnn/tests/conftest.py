@@ -41,7 +41,7 @@ def fake_db():
 def tiny_synth():
     from relgnn.synthetic import make_database
 
-    return make_database(num_users=30, num_items=15, num_stores=3, num_windows=8, seed=1)
+    return make_database(num_users=30, num_items=15, num_stores=3, num_windows=9, seed=1)
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from icml25.testing import run_cli
 from relgnn.cli import main
 from relgnn.errors import DataUnavailableError
 
-TINY = ["--num-users", "30", "--num-items", "15", "--num-windows", "8", "--epochs", "1", "--channels", "8"]
+TINY = ["--num-users", "30", "--num-items", "15", "--num-windows", "9", "--epochs", "1", "--channels", "8"]
 
 
 def test_help():

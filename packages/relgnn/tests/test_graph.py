@@ -132,3 +132,29 @@ def test_prediction_independent_of_batch_composition(tiny_graph):
             outs.append((h["users"][loc[0]], h["items"][items], sub["items"].n_id[items]))
     assert torch.allclose(outs[0][0], outs[1][0], atol=1e-6)
     assert torch.equal(outs[0][2], outs[1][2]) and torch.allclose(outs[0][1], outs[1][1], atol=1e-6)
+
+
+def test_primary_keys_are_rekeyed(fake_db):
+    """Keys that are not 0..n-1 (strings, gaps, shuffled order) load: the graph equals the one of the row-keyed
+    database, FKs follow the key map, unknown FKs are dropped, and task ids map through the same key map."""
+    db = fake_db()
+    g0 = build_graph(db)
+    ckeys = np.array([f"c{10 * i + 3}" for i in range(len(db.table_dict["customer"].df))])
+    pkeys = np.array([100 + 7 * i for i in range(len(db.table_dict["product"].df))])[::-1]  # gaps, descending
+    db2 = fake_db()
+    cust, prod = db2.table_dict["customer"].df, db2.table_dict["product"].df
+    cust["customer_id"], prod["product_id"] = ckeys, pkeys
+    for t in ("review", "relations"):
+        df = db2.table_dict[t].df
+        df["customer_id"] = ckeys[df["customer_id"].to_numpy()]
+        df["product_id"] = pkeys[df["product_id"].to_numpy()]
+    g2 = build_graph(db2)
+    for et in g0.edge_types:
+        assert torch.equal(g0.data[et].edge_index, g2.data[et].edge_index), et
+    assert list(g2.to_rows("customer", [ckeys[2], "nope"])) == [2, -1]
+    assert list(g2.to_keys("product", [0, 1])) == list(pkeys[:2])
+    # negative control: a foreign key that is not a key of its parent becomes dangling (dropped)
+    db2.table_dict["review"].df.loc[0, "customer_id"] = "c999"
+    g3 = build_graph(db2)
+    assert g3.data["review", "f2p_customer_id", "customer"].edge_index.shape[1] == \
+        g0.data["review", "f2p_customer_id", "customer"].edge_index.shape[1] - 1

@@ -1,14 +1,17 @@
 """Tuning protocol of ``reproduce``: the validation split it tunes on is disjoint from the test split (rows and label
-windows), the floor is scored on the split asked for, and every competitor gets a grid of the same size."""
+windows), the floor is scored on the split asked for, every competitor gets a grid of the same size, and the full
+budget has >= 5 seeds and a test split of >= 1,000 rows per task."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
+from icml25.tuning import grid_size
 from relgnn.baselines import floor_predictions
+from relgnn.config import BUDGETS
 from relgnn.graph import build_graph
-from relgnn.reproduce import GBDT_LR_GRID, LR_GRID, PLANS, POP_LOOKBACK_GRID, _grids
+from relgnn.reproduce import floor_grid, gnn_grid
 from relgnn.train import evaluate_predictions, prepare_task
 
 
@@ -26,11 +29,13 @@ def test_validation_split_is_disjoint_from_test(tiny_synth, task_name):
 
 
 def test_grids_are_alike_and_floor_uses_the_split_asked_for(tiny_synth):
-    for n in (1, 3):
-        sizes = {len(next(iter(g.values()))) for g in _grids(n)}
-        assert sizes == {n}
-    assert len(LR_GRID) == len(GBDT_LR_GRID) == len(POP_LOOKBACK_GRID)
-    assert all(p["grid"] in (1, 3) for p in PLANS.values()) and len(PLANS["full"]["seeds"]) >= 5
+    for mode in ("smoke", "quick", "full"):
+        cfg = getattr(BUDGETS, mode)
+        n = grid_size(gnn_grid(cfg))
+        assert grid_size(floor_grid(cfg, "binary")) == n == grid_size(floor_grid(cfg, "recommendation"))
+    full = BUDGETS.full
+    assert full.seeds >= 5 and len(full.tasks) >= 4
+    assert len(full.lr_grid) > 1 and len(full.depth_grid) > 1 and len(full.channels_grid) > 1
     for task_name in ("user-churn", "user-item-purchase"):
         task = tiny_synth.tasks[task_name]
         graph = build_graph(task.get_db())

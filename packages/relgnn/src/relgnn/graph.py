@@ -1,9 +1,11 @@
 """RelBench database -> heterogeneous graph, and leak-free time snapshots of it.
 
-Follows RelBench's ``make_pkey_fkey_graph``: one node type per table, one node per row (primary keys must be
-``0..n-1`` in row order), one edge type per foreign key ``(F, "f2p_<fk>", D)`` plus its reverse
+Follows RelBench's ``make_pkey_fkey_graph``: one node type per table, one node per row, one edge type per foreign key ``(F, "f2p_<fk>", D)`` plus its reverse
 ``(D, "rev_f2p_<fk>", F)``; dangling (null / out-of-range) foreign keys are dropped. ``data[T].time`` holds unix
-seconds of the table's time column. Column features use a plain encoding instead of torch-frame (not installed
+seconds of the table's time column. Primary keys need not be ``0..n-1``: like RelBench's
+``reindex_pkeys_and_fkeys`` a table whose keys are anything else (strings, gaps, any order) is re-keyed to its row
+positions, foreign keys are mapped through the same key map (unknown keys become dangling and are dropped), and
+``RelGraph.key_maps`` keeps the original keys so task tables (entity ids, destination lists) can be mapped too. Column features use a plain encoding instead of torch-frame (not installed
 here): numeric/bool columns standardised (mean-imputed), datetime columns as standardised days, everything else
 categorical codes (0 = missing / rare). A table without feature columns gets the constant column ``__const__``.
 
@@ -45,6 +47,8 @@ class RelGraph:
     specs: dict[str, TableSpec]
     edge_types: list[tuple[str, str, str]]
     cache: dict = field(default_factory=dict, repr=False)
+    key_maps: dict[str, pd.Index] = field(default_factory=dict)
+    """Original primary keys (row position -> key) of every re-keyed table; tables keyed 0..n-1 are absent."""
 
     @property
     def node_types(self) -> list[str]:
@@ -53,11 +57,25 @@ class RelGraph:
     def num_nodes(self, table: str) -> int:
         return int(self.data[table].num_nodes)
 
+    def to_rows(self, table: str, keys) -> np.ndarray:
+        """Row positions of primary-key values ``keys`` of ``table`` (-1 for a key that is not in the table)."""
+        keys = np.asarray(keys)
+        if table in self.key_maps:
+            return self.key_maps[table].get_indexer(keys).astype(np.int64)
+        k = pd.to_numeric(pd.Series(keys), errors="coerce").to_numpy(dtype="float64")
+        ok = np.isfinite(k) & (k >= 0) & (k < self.num_nodes(table)) & (k == np.round(k))
+        return np.where(ok, np.nan_to_num(k), -1).astype(np.int64)
+
+    def to_keys(self, table: str, rows) -> np.ndarray:
+        """Primary-key values of row positions ``rows`` of ``table`` (the inverse of :meth:`to_rows`)."""
+        rows = np.asarray(rows)
+        return self.key_maps[table].to_numpy()[rows] if table in self.key_maps else rows
+
 
 def validate_database(db) -> None:
     """Check the RelBench key contract and the schema; raise :class:`SchemaError` naming the table/column.
 
-    Checks: primary keys unique and equal to ``0..n-1`` in row order; every FK column present and pointing to a
+    Checks: primary keys present, unique and without missing values; every FK column present and pointing to a
     known table that has a primary key; time columns present and of datetime dtype; at least one FK overall.
     """
     tables = getattr(db, "table_dict", None)
@@ -74,10 +92,6 @@ def validate_database(db) -> None:
                 raise SchemaError(f"table {name!r}: primary key {t.pkey_col!r} has missing values")
             if pk.duplicated().any():
                 raise SchemaError(f"table {name!r}: primary key {t.pkey_col!r} contains duplicated elements")
-            if not np.array_equal(pk.to_numpy(), np.arange(len(df))):
-                raise SchemaError(
-                    f"table {name!r}: primary key {t.pkey_col!r} must be consecutive 0..n-1 in row order "
-                    "(the RelBench key contract; re-key the table first)")
         if t.time_col is not None:
             if t.time_col not in df.columns:
                 raise SchemaError(f"table {name!r}: time column {t.time_col!r} is missing from the dataframe")
@@ -147,6 +161,38 @@ def _encode_table(name, t, fit_df) -> tuple[np.ndarray, np.ndarray, TableSpec]:
     return x_num, x_cat, TableSpec(num_cols, cat_cols, cat_cards, t.time_col is not None)
 
 
+def _is_row_keyed(pk: pd.Series) -> bool:
+    return pd.api.types.is_integer_dtype(pk) and np.array_equal(pk.to_numpy(), np.arange(len(pk)))
+
+
+def rekey(db) -> tuple[dict[str, pd.DataFrame], dict[str, pd.Index]]:
+    """Dataframes whose primary keys are row positions ``0..n-1`` and whose foreign keys point to row positions.
+
+    Returns ``(frames, key_maps)``: ``key_maps[table]`` holds the original keys (only tables that needed it); a
+    foreign key whose value is not a key of its parent becomes ``<NA>`` (dangling, dropped as an edge).
+    """
+    tables = db.table_dict
+    key_maps = {name: pd.Index(t.df[t.pkey_col].to_numpy()) for name, t in tables.items()
+                if t.pkey_col is not None and not _is_row_keyed(t.df[t.pkey_col])}
+    frames = {}
+    for name, t in tables.items():
+        touched = ({t.pkey_col} if name in key_maps else set()) | {
+            fk for fk, parent in t.fkey_col_to_pkey_table.items() if parent in key_maps}
+        if not touched:
+            frames[name] = t.df
+            continue
+        df = t.df.copy()
+        if name in key_maps:
+            df[t.pkey_col] = np.arange(len(df))
+        for fk, parent in t.fkey_col_to_pkey_table.items():
+            if parent in key_maps:
+                pos = key_maps[parent].get_indexer(t.df[fk].to_numpy())
+                df[fk] = pd.array(np.where(pos >= 0, pos, 0), dtype="Int64")
+                df.loc[pos < 0, fk] = pd.NA
+        frames[name] = df
+    return frames, key_maps
+
+
 def build_graph(db, *, fit_until=None) -> RelGraph:
     """Build the full :class:`RelGraph` of a RelBench ``Database``.
 
@@ -156,6 +202,11 @@ def build_graph(db, *, fit_until=None) -> RelGraph:
             default: on the whole ``db`` (RelBench practice).
     """
     validate_database(db)
+    frames, key_maps = rekey(db)
+    from relbench.base import Database, Table
+
+    db = Database({n: Table(frames[n], dict(t.fkey_col_to_pkey_table), t.pkey_col, t.time_col)
+                   for n, t in db.table_dict.items()})
     data = HeteroData()
     specs: dict[str, TableSpec] = {}
     for name, t in db.table_dict.items():
@@ -183,7 +234,7 @@ def build_graph(db, *, fit_until=None) -> RelGraph:
             data[name, f"f2p_{fk}", parent].edge_index = ei
             data[parent, f"rev_f2p_{fk}", name].edge_index = ei.flip(0)[:, perm]
             edge_types += [(name, f"f2p_{fk}", parent), (parent, f"rev_f2p_{fk}", name)]
-    return RelGraph(data=data, specs=specs, edge_types=edge_types)
+    return RelGraph(data=data, specs=specs, edge_types=edge_types, key_maps=key_maps)
 
 
 def snapshot(graph: RelGraph, t_seconds: int, *, cache: bool = True) -> HeteroData:

@@ -2,10 +2,19 @@
 
 For B seeds ``(node, seed_time)`` it builds one **disjoint** sub-graph per seed, like RelBench's loader: hop by hop
 it follows incoming edges of every type, keeps only neighbours with ``time <= seed_time`` (static tables always
-pass), caps each node's expansion at ``num_neighbors[hop]`` (``"uniform"``: random subset, ``"last"``: most
-recent), and de-duplicates nodes per seed. Edges are then **induced** among each seed's sampled nodes (PyG's
-``subgraph_type="bidirectional"``), so every edge type and its reverse are present. Each node carries ``n_id``
-(row id), ``batch`` (seed index) and ``seed_time``.
+pass), caps each node's expansion **per edge type** at ``num_neighbors[hop]`` (``"uniform"``: random subset without
+replacement, ``"last"``: most recent), and de-duplicates nodes per seed. Edges are then **induced** among each
+seed's sampled nodes (PyG's ``subgraph_type="bidirectional"``), so every edge type and its reverse are present.
+Each node carries ``n_id`` (row id), ``batch`` (seed index) and ``seed_time``.
+
+Compared with ``NeighborLoader(num_neighbors=[...], time_attr="time", input_time=..., disjoint=True)``: the same
+time rule (``time <= seed_time``; pyg-lib's temporal sampling), the same per-hop, per-edge-type fan-out, and the
+same disjoint per-seed trees; differences: (i) a node reached twice within a seed's tree is kept once (PyG's
+``disjoint`` sampler also de-duplicates per seed); (ii) our edges are induced among the sampled nodes, i.e. PyG's
+``subgraph_type="bidirectional"``, not its default ``"directional"`` (which keeps only the sampled tree edges);
+RelGNN's official configs use both; (iii) uniform sampling draws with our own generator, so the subsets differ from
+pyg-lib's random draws (same distribution: uniform without replacement).
+:func:`check_time_correct` asserts the time rule on a sampled sub-graph.
 """
 
 from __future__ import annotations
@@ -125,3 +134,15 @@ class TemporalSampler:
             out[et].edge_index = torch.stack([pos[ok], dst_local[ok]])
         seed_local = torch.searchsorted(visited[seed_type], torch.arange(B) * nn_[seed_type] + seed_ids)
         return out, seed_local
+
+
+def check_time_correct(sub: HeteroData) -> None:
+    """Raise ``AssertionError`` if a node of ``sub`` is later than its seed's time (a leak of a future row)."""
+    for nt in sub.node_types:
+        st = sub[nt]
+        if "time" in st and st.num_nodes:
+            late = st.time > st.seed_time
+            if bool(late.any()):
+                i = int(late.nonzero()[0, 0])
+                raise AssertionError(f"{nt} row {int(st.n_id[i])} has time {int(st.time[i])} > seed time "
+                                     f"{int(st.seed_time[i])}: a future row leaked into the sub-graph")

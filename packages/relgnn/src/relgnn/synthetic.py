@@ -125,7 +125,8 @@ class UserLTVTask(EntityTask):
 
 
 class UserItemPurchaseTask(RecommendationTask):
-    """Users who bought in (t−Δ, t] and buy again in (t, t+Δ]; destinations = the items bought then."""
+    """Users with a purchase up to t who buy in (t, t+Δ]; destinations = the items bought then (RelBench's
+    rel-hm user-item-purchase shape; relbench allows one evaluation seed time for recommendation)."""
 
     task_type = TaskType.RECOMMENDATION
     src_entity_col, src_entity_table = "user_id", "users"
@@ -139,7 +140,7 @@ class UserItemPurchaseTask(RecommendationTask):
         p = db.table_dict["purchases"].df
         rows = []
         for t in timestamps:
-            act = set(_window(p, "time", t - self.timedelta, t)["user_id"].to_numpy().tolist())
+            act = set(p[p["time"] <= t]["user_id"].to_numpy().tolist())
             fut = _window(p, "time", t, t + self.timedelta)
             fut = fut[fut["user_id"].isin(act)]
             g = fut.groupby("user_id")["item_id"].apply(lambda s: sorted(set(s.tolist())))
@@ -181,20 +182,21 @@ def _sig(x):
 
 def make_database(*, num_users: int = 800, num_items: int = 200, num_stores: int = 10, num_windows: int = 24,
                   gamma: float = 2.5, seed: int = 0) -> SyntheticDatabase:
-    """Generate the database, its dataset (val/test at windows ``num_windows − 4`` / ``− 2``) and its tasks.
+    """Generate the database, its dataset (val/test at windows ``num_windows − 5`` / ``− 3``, two evaluation seed
+    times each) and its tasks.
 
     Args:
         num_users, num_items, num_stores: table sizes (> 0).
-        num_windows: number of 30-day windows (>= 8; two years = 24).
+        num_windows: number of 30-day windows (>= 9; two years = 24).
         gamma: strength of the premium-rating churn signal.
         seed: generator seed (numpy).
     """
     for name, v in (("num_users", num_users), ("num_items", num_items), ("num_stores", num_stores),
                     ("num_windows", num_windows)):
         check_positive(name, v)
-    if num_windows < 8:
+    if num_windows < 9:
         from relgnn.errors import ConfigError
-        raise ConfigError(f"num_windows must be >= 8 (3 train windows + val + test), got {num_windows}")
+        raise ConfigError(f"num_windows must be >= 9 (3 train windows + 2 val + 2 test + 1), got {num_windows}")
     rng = np.random.default_rng(seed)
     U, I, S, W = num_users, num_items, num_stores, num_windows
     n_cat = 8
@@ -298,18 +300,25 @@ def make_database(*, num_users: int = 800, num_items: int = 200, num_stores: int
         "posts": Table(posts, {"author_id": "users", "parent_id": "posts"}, "post_id", "time"),
     }
     db = Database(tables)
-    dataset = SyntheticDataset(db, val_timestamp=T0 + (W - 4) * DELTA, test_timestamp=T0 + (W - 2) * DELTA)
+    dataset = SyntheticDataset(db, val_timestamp=T0 + (W - 5) * DELTA, test_timestamp=T0 + (W - 3) * DELTA)
     tasks = {name: cls(dataset) for name, cls in TASKS.items()}
-    truth = {"p_active": p_active, "reply_prob": reply_prob, "post_window": np.array(post_win)}
+    w_new = pop[None, :] * np.where(cat[None, :] == pref[:, None], 4.0, 1.0)  # (U, I) new-item draw weights
+    exp_price = (w_new * price[None, :]).sum(1) / w_new.sum(1)  # (U,) expected price of a new-item draw
+    truth = {"p_active": p_active, "reply_prob": reply_prob, "post_window": np.array(post_win),
+             "ltv_mean": p_active * ((1.0 + lam) * exp_price)[None, :]}
     return SyntheticDatabase(db=db, dataset=dataset, tasks=tasks, truth=truth)
 
 
 def bayes_scores(sdb: SyntheticDatabase, task_name: str, table: Table) -> np.ndarray | None:
-    """The generator's probability of a positive label for each row of ``table`` (binary tasks), else None."""
+    """The generator's probability of a positive label for each row of ``table`` (binary tasks), the oracle's
+    expected spend for ``user-ltv`` (activity probability × expected basket size × expected price of a new-item
+    draw: repeats are priced like new draws, and it is the conditional mean, not the MAE-optimal median), else None."""
     df = table.df
     w = ((df["timestamp"] - T0) / DELTA).round().astype(int).to_numpy()
     if task_name == "user-churn":
         return 1.0 - sdb.truth["p_active"][w, df["user_id"].to_numpy()]
+    if task_name == "user-ltv":
+        return sdb.truth["ltv_mean"][w, df["user_id"].to_numpy()]
     if task_name == "post-reply":
         rp = sdb.truth["reply_prob"]
         return np.array([rp.get((int(p), int(k)), 0.0) for p, k in zip(df["post_id"], w)])

@@ -1,15 +1,18 @@
 """Time-correct training and evaluation of a :class:`relgnn.model.RelationalModel` on a RelBench task.
 
-Entity tasks (binary classification: BCE, ROC-AUC; regression: L1, MAE) train on **full-graph time snapshots**:
-for each seed timestamp ``t`` of the training table, message passing runs on :func:`relgnn.graph.snapshot`
-(rows with ``time <= t`` only) and the entity rows of that timestamp are read out — no row later than ``t`` can
-influence a prediction at ``t``. Regression predictions on val/test are clamped to the train targets' 2nd–98th
-percentiles (RelBench); the L1 loss is computed on targets shifted by the train median and scaled by the
-train mean absolute deviation (a constant rescaling of RelBench's L1 that lets a linear head reach the target
-scale within a few CPU epochs). Recommendation tasks use the ID-GNN readout on disjoint per-seed sub-graphs from the
-pure-torch :class:`relgnn.sampler.TemporalSampler`: the seed row gets the ID embedding, every destination row in
-its sub-graph is scored with the head (BCE against the true destination list), and the top-k scores give MAP@k.
-Model selection: the epoch with the best validation metric (strict improvement, upstream RelBench).
+Default: **sampled mini-batch training**, RelBench's recipe. The training table's rows ``(entity row, seed time,
+target)`` are shuffled every epoch and cut into batches of ``batch_size`` seeds; each batch gets disjoint temporal
+sub-graphs from :class:`relgnn.sampler.TemporalSampler` (``num_neighbors`` per hop, default RelBench's (128, 64);
+only rows with ``time <= seed time``), one Adam step per batch (at most ``max_steps_per_epoch``). Entity tasks read
+out the seed rows (binary: BCE / ROC-AUC; regression: L1 / MAE); recommendation uses the ID-GNN readout: the seed row
+gets the ID embedding, every destination row of its sub-graph is scored by the head (BCE against the true
+destination list) and the top-k scores give MAP@k. ``sampling="full"`` keeps the older full-graph mode for entity
+tasks: one step per training seed time on :func:`relgnn.graph.snapshot` (every row with ``time <= t``).
+
+Regression predictions on val/test are clamped to the train targets' 2nd–98th percentiles (RelBench); the L1 loss
+is computed on targets shifted by the train median and scaled by the train mean absolute deviation (a constant
+rescaling of RelBench's L1 that lets a linear head reach the target scale in few CPU steps). Model selection: the
+epoch with the best validation metric (strict improvement, upstream RelBench).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import pandas as pd
 import torch
 from relbench.base import TaskType
 from torch import Tensor
+from torch_geometric.data import HeteroData
 
 from relgnn.errors import ConfigError, TaskError, check_positive
 from relgnn.graph import RelGraph, snapshot, to_seconds
@@ -30,33 +34,46 @@ from relgnn.metrics import mae, map_at_k, roc_auc
 from relgnn.model import GNN_KINDS, RelationalModel
 from relgnn.sampler import TemporalSampler
 
+SAMPLING = ("sampled", "full")
+
 
 @dataclass(frozen=True)
 class FitConfig:
-    """Model and optimisation settings (RelBench defaults scaled to CPU)."""
+    """Model and optimisation settings (RelBench's ``gnn_node.py`` recipe; widths scaled to CPU)."""
 
     gnn: str = "relgnn"
     channels: int = 64
     num_layers: int = 2
     num_heads: int = 4
-    epochs: int = 20
+    epochs: int = 10
     lr: float = 5e-3
     simplified_mp: bool = False
     route_aggr: str = "sum"
     shallow: bool = False
-    num_neighbors: tuple[int, ...] = (32, 16)
+    sampling: str = "sampled"
+    """"sampled": mini-batches of seed rows on temporal neighbour samples (RelBench); "full": full-graph time
+    snapshots, one step per training seed time (entity tasks only; recommendation always samples)."""
+    num_neighbors: tuple[int, ...] = (128, 64)
     temporal_strategy: str = "uniform"
     batch_size: int = 512
+    max_steps_per_epoch: int = 2000
+    encoder: str = "mlp"
     seed: int = 0
 
     def validate(self) -> None:
         if self.gnn not in GNN_KINDS:
             raise ConfigError(f"gnn must be one of {GNN_KINDS}, got {self.gnn!r}")
-        for name in ("channels", "num_layers", "num_heads", "epochs", "batch_size"):
+        for name in ("channels", "num_layers", "num_heads", "epochs", "batch_size", "max_steps_per_epoch"):
             check_positive(name, getattr(self, name))
         check_positive("lr", self.lr)
         if self.route_aggr not in ("sum", "mean"):
             raise ConfigError(f"route_aggr must be 'sum' or 'mean', got {self.route_aggr!r}")
+        if self.sampling not in SAMPLING:
+            raise ConfigError(f"sampling must be one of {SAMPLING}, got {self.sampling!r}")
+        if not self.num_neighbors or any(int(k) <= 0 for k in self.num_neighbors):
+            raise ConfigError(f"num_neighbors must be a non-empty list of positive ints, got {list(self.num_neighbors)}")
+        if self.temporal_strategy not in ("uniform", "last"):
+            raise ConfigError(f"temporal_strategy must be 'uniform' or 'last', got {self.temporal_strategy!r}")
 
 
 @dataclass
@@ -71,7 +88,8 @@ class Group:
 
 @dataclass
 class TaskData:
-    """A task's splits grouped by seed time."""
+    """A task's splits: per split the seed rows (``ids`` (n,) row positions of the entity table, ``times`` (n,)
+    unix seconds) in table order, their targets, and the same rows grouped by seed time."""
 
     kind: str  # "binary" | "regression" | "recommendation"
     entity: str
@@ -83,6 +101,8 @@ class TaskData:
     clamp: tuple[float, float] | None = None
     y_shift: float = 0.0
     y_scale: float = 1.0
+    ids: dict[str, Tensor] = field(default_factory=dict)
+    times: dict[str, Tensor] = field(default_factory=dict)
 
     @property
     def metric(self) -> str:
@@ -118,28 +138,34 @@ def prepare_task(task, graph: RelGraph, *, db=None) -> TaskData:
     n_ent = graph.num_nodes(ent)
     min_t = min((int(graph.data[nt].time.min()) for nt in graph.node_types
                  if "time" in graph.data[nt] and graph.data[nt].num_nodes), default=None)
-    splits, n_rows, targets = {}, {}, {}
+    splits, n_rows, targets, ids_by, times_by = {}, {}, {}, {}, {}
     for split, table in tables.items():
         df = table.df.reset_index(drop=True)
-        ids = df[col].to_numpy()
-        if len(ids) and (ids.min() < 0 or ids.max() >= n_ent):
-            raise TaskError(f"{split} table: entity ids must lie in [0, {n_ent}) of table {ent!r}")
+        ids = graph.to_rows(ent, df[col].to_numpy())
+        if len(ids) and ids.min() < 0:
+            bad = df[col].to_numpy()[ids < 0][0]
+            raise TaskError(f"{split} table: entity id {bad!r} is not a primary key of table {ent!r} "
+                            f"({n_ent} rows)")
         ts = np.array([to_seconds(t) for t in df[task.time_col]]) if len(df) else np.zeros(0, dtype=np.int64)
         if min_t is not None and len(ts) and ts.min() < min_t:
             raise TaskError(f"{split} table: seed time {pd.Timestamp(ts.min(), unit='s')} is before the database starts")
+        if kind == "recommendation":
+            dst_rows = [[int(r) for r in graph.to_rows(dst, list(v)) if r >= 0] for v in df[dcol]]
         groups = []
         for t in np.unique(ts):
             pos = np.nonzero(ts == t)[0]
             if kind == "recommendation":
-                y = [list(map(int, df[dcol].iloc[p])) for p in pos]
+                y = [dst_rows[p] for p in pos]
             else:
                 y = torch.tensor(df[dcol].to_numpy(dtype="float64")[pos], dtype=torch.float32)
             groups.append(Group(int(t), torch.as_tensor(ids[pos], dtype=torch.long), y, pos))
         splits[split], n_rows[split] = groups, len(df)
-        targets[split] = list(df[dcol]) if kind == "recommendation" else df[dcol].to_numpy(dtype="float64")
+        targets[split] = dst_rows if kind == "recommendation" else df[dcol].to_numpy(dtype="float64")
+        ids_by[split] = torch.as_tensor(ids, dtype=torch.long)
+        times_by[split] = torch.as_tensor(ts, dtype=torch.long)
     if n_rows["train"] == 0:
         raise TaskError("the training table is empty")
-    td = TaskData(kind, ent, dst, k, splits, n_rows, targets)
+    td = TaskData(kind, ent, dst, k, splits, n_rows, targets, ids=ids_by, times=times_by)
     if kind == "regression":
         y = targets["train"]
         td.clamp = (float(np.percentile(y, 2)), float(np.percentile(y, 98)))
@@ -165,6 +191,7 @@ class FitResult:
     activation_mb: float
     num_params: int
     model: RelationalModel = field(repr=False)
+    steps: int = 0
 
 
 def build_model(cfg: FitConfig, graph: RelGraph, td: TaskData) -> RelationalModel:
@@ -178,14 +205,43 @@ def build_model(cfg: FitConfig, graph: RelGraph, td: TaskData) -> RelationalMode
     return model
 
 
+@dataclass
+class Batch:
+    """One mini-batch of seed rows: the disjoint temporal sub-graph ``sub`` of its ``B`` seeds, the seeds' local
+    indices ``seed_local`` (B,) in the entity type, and their row positions ``pos`` (B,) in the split's table."""
+
+    sub: HeteroData
+    seed_local: Tensor
+    pos: np.ndarray
+
+
+def make_batches(sampler: TemporalSampler, td: TaskData, split: str, *, batch_size: int,
+                 order: np.ndarray | None = None, max_batches: int | None = None) -> list[Batch]:
+    """Sample the sub-graphs of ``split``'s seed rows, ``batch_size`` at a time, in ``order`` (default: table
+    order); each seed ``(entity row, seed time)`` gets its own disjoint, time-correct sub-graph."""
+    order = np.arange(td.n_rows[split]) if order is None else np.asarray(order)
+    out = []
+    for s in range(0, len(order), batch_size):
+        if max_batches is not None and len(out) >= max_batches:
+            break
+        pos = order[s:s + batch_size]
+        idx = torch.as_tensor(pos, dtype=torch.long)
+        sub, seed_local = sampler.sample(td.entity, td.ids[split][idx], td.times[split][idx])
+        out.append(Batch(sub, seed_local, pos))
+    return out
+
+
 class _Runner:
     def __init__(self, model: RelationalModel, graph: RelGraph, td: TaskData, cfg: FitConfig):
         self.model, self.graph, self.td, self.cfg = model, graph, td, cfg
         self.gen = torch.Generator().manual_seed(cfg.seed)
+        self.sampled = cfg.sampling == "sampled" or td.kind == "recommendation"
         self.sampler = (TemporalSampler(graph, num_neighbors=cfg.num_neighbors, temporal_strategy=cfg.temporal_strategy,
-                                        generator=self.gen) if td.kind == "recommendation" else None)
+                                        generator=self.gen) if self.sampled else None)
+        self.y = {sp: torch.as_tensor(np.asarray(v, dtype=np.float32)) for sp, v in td.targets.items()
+                  if td.kind != "recommendation"}
 
-    # --- entity tasks: full-graph snapshot at the group's seed time
+    # --- full-graph snapshot at a group's seed time (sampling="full", entity tasks)
     def entity_out(self, g: Group) -> Tensor:
         snap = snapshot(self.graph, g.t)
         loc = snap.inv[self.td.entity][g.ids]
@@ -194,52 +250,76 @@ class _Runner:
         h = self.model(snap)
         return self.model.head(h[self.td.entity][loc]).squeeze(-1)  # (n,)
 
-    # --- recommendation: ID-GNN readout on sampled disjoint sub-graphs
-    def rec_chunks(self, g: Group):
-        bs = self.cfg.batch_size
-        for s in range(0, g.ids.numel(), bs):
-            ids = g.ids[s:s + bs]
-            times = torch.full((ids.numel(),), g.t, dtype=torch.long)
-            sub, seed_local = self.sampler.sample(self.td.entity, ids, times)
-            h = self.model(sub, {self.td.entity: seed_local})
-            logits = self.model.head(h[self.td.dst]).squeeze(-1)  # (N_dst_sub,)
-            yield s, ids.numel(), sub[self.td.dst].batch, sub[self.td.dst].n_id, logits
+    # --- sampled mini-batches
+    def batch_out(self, b: Batch) -> Tensor:
+        """Entity: logits of the seeds (B,). Recommendation (ID-GNN): logits of every dst row of the sub-graph."""
+        if self.td.kind == "recommendation":
+            h = self.model(b.sub, {self.td.entity: b.seed_local})
+            return self.model.head(h[self.td.dst]).squeeze(-1)  # (N_dst_sub,)
+        h = self.model(b.sub)
+        return self.model.head(h[self.td.entity][b.seed_local]).squeeze(-1)  # (B,)
 
-    def loss(self, g: Group) -> Tensor:
+    def rec_labels(self, b: Batch, split: str) -> Tensor:
+        n_dst = self.graph.num_nodes(self.td.dst)
+        lists = self.td.targets[split]
+        keys = torch.tensor([i * n_dst + d for i, p in enumerate(b.pos) for d in lists[p]], dtype=torch.long)
+        st = b.sub[self.td.dst]
+        return torch.isin(st.batch * n_dst + st.n_id, keys).float()
+
+    def batch_loss(self, b: Batch, split: str = "train") -> Tensor | None:
+        out = self.batch_out(b)
+        if out.numel() == 0:
+            return None
+        if self.td.kind == "binary":
+            return torch.nn.functional.binary_cross_entropy_with_logits(out, self.y[split][b.pos])
+        if self.td.kind == "regression":
+            return torch.nn.functional.l1_loss(out, (self.y[split][b.pos] - self.td.y_shift) / self.td.y_scale)
+        return torch.nn.functional.binary_cross_entropy_with_logits(out, self.rec_labels(b, split))
+
+    def group_loss(self, g: Group) -> Tensor:
         if self.td.kind == "binary":
             return torch.nn.functional.binary_cross_entropy_with_logits(self.entity_out(g), g.y)
-        if self.td.kind == "regression":
-            return torch.nn.functional.l1_loss(self.entity_out(g), (g.y - self.td.y_shift) / self.td.y_scale)
-        n_dst = self.graph.num_nodes(self.td.dst)
-        losses = []
-        for s, _, b, nid, logits in self.rec_chunks(g):
-            keys = torch.tensor([(i) * n_dst + d for i, lst in enumerate(g.y[s:s + self.cfg.batch_size]) for d in lst],
-                                dtype=torch.long)
-            lab = torch.isin(b * n_dst + nid, keys).float()
-            if logits.numel():
-                losses.append(torch.nn.functional.binary_cross_entropy_with_logits(logits, lab, reduction="sum"))
-        total = sum(lab_sum for lab_sum in losses) if losses else None
-        return None if total is None else total / max(1, sum(1 for _ in losses))
+        return torch.nn.functional.l1_loss(self.entity_out(g), (g.y - self.td.y_shift) / self.td.y_scale)
+
+    def train_batches(self, rng: np.random.Generator) -> list:
+        """This epoch's steps: shuffled seed rows in batches, freshly sampled (or full-graph seed-time groups)."""
+        if not self.sampled:
+            return [self.td.splits["train"][i] for i in rng.permutation(len(self.td.splits["train"]))]
+        return make_batches(self.sampler, self.td, "train", batch_size=self.cfg.batch_size,
+                            order=rng.permutation(self.td.n_rows["train"]), max_batches=self.cfg.max_steps_per_epoch)
+
+    def step_loss(self, item) -> Tensor | None:
+        return self.batch_loss(item) if isinstance(item, Batch) else self.group_loss(item)
 
     @torch.no_grad()
-    def predict(self, split: str) -> np.ndarray:
+    def predict(self, split: str, batches: list[Batch] | None = None) -> np.ndarray:
         self.model.eval()
         td = self.td
-        if td.kind != "recommendation":
-            out = np.zeros(td.n_rows[split])
+        if td.kind == "recommendation":
+            n_dst = self.graph.num_nodes(td.dst)
+            out = np.zeros((td.n_rows[split], td.k), dtype=np.int64)
+            if batches is None:
+                batches = make_batches(self.sampler, td, split, batch_size=self.cfg.batch_size)
+            for b in batches:
+                logits = self.batch_out(b)
+                st = b.sub[td.dst]
+                scores = torch.full((len(b.pos), n_dst), -1.0)  # rows outside the sub-graph rank last
+                scores[st.batch, st.n_id] = torch.sigmoid(logits)
+                out[b.pos] = torch.topk(scores, td.k, dim=1).indices.numpy()
+            return out
+        out = np.zeros(td.n_rows[split])
+        if self.sampled:
+            if batches is None:
+                batches = make_batches(self.sampler, td, split, batch_size=self.cfg.batch_size)
+            for b in batches:
+                p = self.batch_out(b)
+                out[b.pos] = (torch.sigmoid(p) if td.kind == "binary" else p * td.y_scale + td.y_shift).numpy()
+        else:
             for g in td.splits[split]:
                 p = self.entity_out(g)
                 out[g.pos] = (torch.sigmoid(p) if td.kind == "binary" else p * td.y_scale + td.y_shift).numpy()
-            if td.kind == "regression":
-                out = np.clip(out, *td.clamp)
-            return out
-        n_dst = self.graph.num_nodes(td.dst)
-        out = np.zeros((td.n_rows[split], td.k), dtype=np.int64)
-        for g in td.splits[split]:
-            for s, n, b, nid, logits in self.rec_chunks(g):
-                scores = torch.zeros(n, n_dst)
-                scores[b, nid] = torch.sigmoid(logits)
-                out[g.pos[s:s + n]] = torch.topk(scores, td.k, dim=1).indices.numpy()
+        if td.kind == "regression":
+            out = np.clip(out, *td.clamp)
         return out
 
     def score(self, split: str, pred: np.ndarray) -> float:
@@ -270,9 +350,47 @@ def activation_megabytes(fn) -> float:
     return total[0] / 2**20
 
 
-def fit(graph: RelGraph, td: TaskData, cfg: FitConfig, *, progress=None) -> FitResult:
-    """Train with Adam for ``cfg.epochs`` epochs (one step per training seed time; chunks of ``batch_size`` seeds
-    for recommendation), select the best validation epoch, and return test predictions and timings."""
+@dataclass
+class Presampled:
+    """Sub-graphs sampled once and shared by several fits (``reproduce``: every model and grid point of a task
+    sees the same samples). ``train`` is a fixed partition of the training rows into batches (a fit shuffles the
+    batch order every epoch); ``val``/``test`` cover their splits in table order. ``seeds_per_s`` = sampler speed."""
+
+    train: list[Batch]
+    val: list[Batch]
+    test: list[Batch]
+    seeds_per_s: float
+
+
+def presample(graph: RelGraph, td: TaskData, cfg: FitConfig, *, seed: int = 0,
+              max_train_rows: int | None = None) -> Presampled:
+    """Sample the batches of all three splits once (see :class:`Presampled`); ``max_train_rows`` keeps a random
+    subset of the training rows (the same for every model)."""
+    cfg.validate()
+    gen = torch.Generator().manual_seed(seed)
+    sampler = TemporalSampler(graph, num_neighbors=cfg.num_neighbors, temporal_strategy=cfg.temporal_strategy,
+                              generator=gen)
+    order = np.random.default_rng(seed).permutation(td.n_rows["train"])
+    if max_train_rows is not None:
+        order = order[:max_train_rows]
+    t0 = time.perf_counter()
+    tr = make_batches(sampler, td, "train", batch_size=cfg.batch_size, order=order)
+    n_seeds = len(order)
+    rate = n_seeds / max(time.perf_counter() - t0, 1e-9)
+    va = make_batches(sampler, td, "val", batch_size=cfg.batch_size)
+    te = make_batches(sampler, td, "test", batch_size=cfg.batch_size)
+    return Presampled(tr, va, te, rate)
+
+
+def fit(graph: RelGraph, td: TaskData, cfg: FitConfig, *, progress=None, batches: Presampled | None = None) -> FitResult:
+    """Train with Adam for ``cfg.epochs`` epochs, select the best validation epoch, return test predictions and
+    timings.
+
+    Default (``sampling="sampled"``, the RelBench recipe): every epoch shuffles the training seed rows, splits them
+    into batches of ``batch_size`` (at most ``max_steps_per_epoch``), samples each batch's temporal sub-graphs
+    (``num_neighbors`` per hop) and takes one Adam step per batch. ``batches`` (from :func:`presample`) reuses
+    sub-graphs sampled once instead. ``sampling="full"``: one step per training seed time on the full-graph snapshot.
+    """
     from icml25.seeding import seed_everything
 
     cfg.validate()
@@ -282,22 +400,25 @@ def fit(graph: RelGraph, td: TaskData, cfg: FitConfig, *, progress=None) -> FitR
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     rng = np.random.default_rng(cfg.seed)
     best, best_state, best_epoch, curve, epoch_s, epoch_cpu = None, None, -1, [], [], []
-    model.train()
-    act_mb = activation_megabytes(lambda: run.loss(td.splits["train"][-1]))
+    n_steps = 0
     for epoch in range(cfg.epochs):
         model.train()
         t0, c0 = time.perf_counter(), time.process_time()
-        for gi in rng.permutation(len(td.splits["train"])):
-            g = td.splits["train"][gi]
+        if batches is not None:
+            items = [batches.train[i] for i in rng.permutation(len(batches.train))][: cfg.max_steps_per_epoch]
+        else:
+            items = run.train_batches(rng)
+        for item in items:
             opt.zero_grad()
-            loss = run.loss(g)
+            loss = run.step_loss(item)
             if loss is None:
                 continue
             loss.backward()
             opt.step()
+            n_steps += 1
         epoch_s.append(time.perf_counter() - t0)
         epoch_cpu.append(time.process_time() - c0)
-        val = run.score("val", run.predict("val"))
+        val = run.score("val", run.predict("val", batches.val if batches is not None else None))
         curve.append(val)
         better = best is None or (val > best if td.higher_is_better else val < best)
         if better and np.isfinite(val):
@@ -307,15 +428,16 @@ def fit(graph: RelGraph, td: TaskData, cfg: FitConfig, *, progress=None) -> FitR
     if best_state is not None:
         model.load_state_dict(best_state)
     t0 = time.perf_counter()
-    pred = run.predict("test")
+    pred = run.predict("test", batches.test if batches is not None else None)
     infer_s = time.perf_counter() - t0
     test = run.score("test", pred)
+    n_train = (sum(len(b.pos) for b in batches.train) if batches is not None else td.n_rows["train"])
     return FitResult(
         metric=td.metric, val=float(best if best is not None else float("nan")), test=float(test), test_pred=pred,
         val_curve=curve, best_epoch=best_epoch, epoch_seconds=epoch_s, epoch_cpu_seconds=epoch_cpu,
-        train_rows_per_s=td.n_rows["train"] / max(np.mean(epoch_s), 1e-9),
-        infer_rows_per_s=td.n_rows["test"] / max(infer_s, 1e-9), activation_mb=act_mb,
-        num_params=sum(p.numel() for p in model.parameters()), model=model,
+        train_rows_per_s=n_train / max(np.mean(epoch_s), 1e-9),
+        infer_rows_per_s=td.n_rows["test"] / max(infer_s, 1e-9), activation_mb=float("nan"),
+        num_params=sum(p.numel() for p in model.parameters()), model=model, steps=n_steps,
     )
 
 
