@@ -26,6 +26,12 @@ def test_cli_end_to_end(tmp_path):
                        "--quiet", *tiny])
     assert r.returncode == 0, r.stderr
     assert (run / "model.safetensors").exists() and (run / "data.h5ad").exists()
+    import anndata as ad
+
+    pred = ad.read_h5ad(run / "predictions.h5ad")
+    assert pred.uns["suica"]["sigma"] > 0 and "config" in pred.uns["suica"] and set(pred.obs["split"]) == {"train", "test"}
+    r = run_cli(main, ["fit", "--data", str(data), "--out", str(tmp_path / "r4"), "--quiet", "--layer", "nope"])
+    assert r.returncode == 2 and "layer 'nope'" in r.stderr and not (tmp_path / "r4").exists()
     r = run_cli(main, ["predict", "--model", str(run), "--grid", "12", "--output", str(tmp_path / "g.h5ad"), "--quiet"])
     assert r.returncode == 0, r.stderr
     r = run_cli(main, ["evaluate", "--model", str(run), "--quiet"])

@@ -82,3 +82,16 @@ def test_rate_correlation_and_ari():
     expr = np.eye(3)[lab] * 50 + rng.gamma(1, 0.1, size=(90, 3))
     expr = np.concatenate([expr, rng.gamma(1, 0.1, size=(90, 7))], axis=1)
     assert clustering_ari(expr, lab) == pytest.approx(1.0)
+
+
+def test_leiden_ari_recovers_separated_clusters():
+    from suica.metrics import leiden_ari, leiden_available
+
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(3), 40)
+    centres = rng.gamma(2.0, 5.0, size=(3, 20)) * (rng.uniform(size=(3, 20)) < 0.5)
+    x = rng.poisson(centres[labels] + 0.1).astype(float)
+    assert leiden_ari(x, labels, seed=0) > 0.9
+    # negative control: shuffled labels carry no information
+    assert abs(leiden_ari(x, rng.permutation(labels), seed=0)) < 0.2
+    assert isinstance(leiden_available(), bool)

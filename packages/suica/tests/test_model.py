@@ -86,11 +86,11 @@ def test_save_load_roundtrip(tissue, tmp_path):
 
 
 def test_baselines_run(tissue):
-    from suica.baselines import INRRaw, Interpolator
+    from suica.baselines import PCAINR, INRRaw, Interpolator
 
     tr, te = split_idx(tissue)
     q = tissue.obsm["spatial"][te]
-    for model in (Interpolator(method="linear"), Interpolator(method="idw"), INRRaw(**TINY)):
+    for model in (Interpolator(method="linear"), Interpolator(method="idw"), INRRaw(**TINY), PCAINR(**TINY)):
         p = model.fit(tissue, train_idx=tr).predict(q, allow_extrapolation=True)
         assert p.shape == (len(te), tissue.n_vars) and np.isfinite(p.X).all()
     # interpolation reproduces the training spots exactly
@@ -98,7 +98,7 @@ def test_baselines_run(tissue):
     np.testing.assert_allclose(it.predict(tissue.obsm["spatial"][tr]).X, np.asarray(tissue.X)[tr], rtol=1e-5)
 
 
-@pytest.mark.parametrize("opts", [dict(inr="siren"), dict(graph_norm="raw"), dict(graph_space="expression"),
+@pytest.mark.parametrize("opts", [dict(inr="siren"), dict(inr="ngp"), dict(graph_norm="raw"), dict(graph_space="expression"),
                                   dict(ffn_hidden_activation=False), dict(use_graph=False), dict(decoder_loss="mse")])
 def test_options_fit_and_predict(tissue, opts):
     tr, te = split_idx(tissue)
@@ -113,3 +113,25 @@ def test_official_ffn_without_activations_is_affine_after_first_layer():
     assert len(relus) == 1  # the release's stack: one ReLU, then Linear layers that compose to one affine map
     fixed = FourierFeatureINR(in_dim=2, out_dim=3, width=8, n_layers=3, mapping_size=4)
     assert len([m for m in fixed.net if isinstance(m, torch.nn.ReLU)]) == 4
+
+
+def test_hash_grid_is_multilinear_inside_a_cell_and_sparse_in_its_gradient():
+    from suica.networks import HashGridINR
+
+    torch.manual_seed(0)
+    g = HashGridINR(in_dim=2, out_dim=3, levels=1, n_min=4, n_max=4, log2_table=10)
+    with torch.no_grad():
+        g.embeddings.normal_()
+    # level resolution 4 on [-1, 1]: cells of width 0.5; p1, p2 inside the same cell
+    p1, p2 = torch.tensor([[0.05, 0.10]]), torch.tensor([[0.40, 0.10]])  # an axis-parallel segment in one cell
+    for a in (0.25, 0.7):
+        torch.testing.assert_close(g.encode(a * p1 + (1 - a) * p2), a * g.encode(p1) + (1 - a) * g.encode(p2))
+    # bilinear, not affine: along a diagonal inside the cell the cross term shows (negative control 1)
+    d1, d2 = torch.tensor([[0.05, 0.05]]), torch.tensor([[0.45, 0.45]])
+    assert not torch.allclose(g.encode(0.5 * d1 + 0.5 * d2), 0.5 * g.encode(d1) + 0.5 * g.encode(d2), atol=1e-4)
+    # negative control 2: across a cell boundary the encoding is not linear along the axis either
+    q = torch.tensor([[0.70, 0.10]])
+    assert not torch.allclose(g.encode(0.5 * p1 + 0.5 * q), 0.5 * g.encode(p1) + 0.5 * g.encode(q), atol=1e-4)
+    # one query touches at most 2^d table rows per level
+    g.encode(p1).sum().backward()
+    assert int((g.embeddings.grad.abs().sum(-1) > 0).sum()) <= 4

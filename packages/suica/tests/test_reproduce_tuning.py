@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from suica.baselines import Interpolator
 from suica.errors import SUICAInputError
-from suica.reproduce import _make, _sizes, validation_split
+from suica.reproduce import GRIDS, _make, validation_split
 
 from .conftest import split_idx
 
@@ -21,25 +21,21 @@ def test_validation_split_is_disjoint_from_test_and_covers_train(tissue):
     assert not np.array_equal(val, validation_split(tr, seed=4)[1])
 
 
-def test_grids_are_alike_in_every_mode():
+def test_grids_are_alike():
     from icml25.tuning import grid_size
 
-    for quick, smoke in ((False, False), (True, False), (False, True)):
-        g = _sizes(quick, smoke)["grids"]
-        assert len({grid_size(v) for v in g.values()}) == 1, g
+    assert len({grid_size(v) for v in GRIDS.values()}) == 1, GRIDS
 
 
-def test_tuned_knobs_reach_the_models():
-    kw = dict(_sizes(False, True)["model"])
-    m = _make("suica", kw, 0, {"lr": 3e-3, "ffn_scale": 0.5})
-    assert m.config.inr_lr == 3e-3 and m.config.decoder_lr == 3e-3 and m.config.ffn_scale == 0.5
-    assert m.config.gae_lr == _make("suica", kw, 0, {}).config.gae_lr  # GAE lr untouched, same for all
-    r = _make("inr_raw", kw, 0, {"lr": 3e-3, "ffn_scale": 2.0})
-    assert r.config.inr_lr == 3e-3 and r.config.ffn_scale == 2.0
-    assert r.epochs == kw["inr_epochs"] + kw["decoder_epochs"]  # same step budget as SUICA's INR + decoder
-    assert _make("ae_inr", kw, 0, {"lr": 1e-3}).config.use_graph is False
-    assert _make("suica_mse", kw, 0, {}).config.decoder_loss == "mse"
-    g = _make("gaussian", kw, 0, {"bandwidth": 2.0, "k": 16})
+def test_methods_share_the_model_settings():
+    kw = dict(latent_dim=8, inr_width=32)
+    m = _make("suica", kw, 0)
+    assert m.config.inr_width == 32 and m.config.ffn_scale is None  # σ from the spacing, as SUICA() does
+    r = _make("inr_raw", kw, 0)
+    assert r.config.inr_width == 32 and r.epochs == r.config.inr_epochs + r.config.decoder_epochs
+    assert _make("ae_inr", kw, 0).config.use_graph is False
+    assert _make("suica_mse", kw, 0).config.decoder_loss == "mse"
+    g = _make("gaussian", kw, 0, {"bandwidth": 2.0})
     assert (g.method, g.bandwidth, g.k) == ("gaussian", 2.0, 16)
     with pytest.raises(ValueError, match="unknown tuned knobs"):
         _make("suica", kw, 0, {"beta": 1.0})

@@ -5,7 +5,8 @@ Public API (heavy modules are imported lazily, so ``import suica`` does not impo
 
     suica.SUICA(**config).fit(adata, train_idx=...).predict(coords) -> AnnData
     suica.SUICAConfig, suica.synthetic.make_tissue(...) -> AnnData (true rate in layers["rate"])
-    suica.preprocess, suica.evaluate, suica.INRRaw, suica.Interpolator
+    suica.preprocess, suica.evaluate, suica.INRRaw, suica.PCAINR, suica.Interpolator
+    suica.tl.fit(adata, layer=..., train_key=...) -> (adata with layers["suica"], model)   # scanpy style
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ _LAZY = {
     "SUICA": "suica.estimator",
     "SUICAConfig": "suica.config",
     "INRRaw": "suica.baselines",
+    "PCAINR": "suica.baselines",
     "Interpolator": "suica.baselines",
     "CoordFrame": "suica.coords",
     "normalize_coords": "suica.coords",
@@ -31,7 +33,7 @@ _LAZY = {
     "ExtrapolationError": "suica.errors",
 }
 _SUBMODULES = {"synthetic", "metrics", "losses", "networks", "graph", "coords", "data", "baselines", "config",
-               "estimator", "errors", "reproduce", "cli", "registry"}
+               "estimator", "errors", "reproduce", "cli", "registry", "tl"}
 
 __all__ = sorted(_LAZY) + sorted(_SUBMODULES)
 

@@ -59,7 +59,7 @@ class Interpolator:
 
     def fit(self, adata, *, train_idx=None) -> Interpolator:
         sub = _subset(adata, train_idx)
-        self.y, coords = validate_adata(sub, min_spots=max(self.k, 4))
+        self.y, coords = validate_adata(sub, min_spots=max(self.k, 4), allow_empty=True)
         self.frame = CoordFrame.fit(coords)
         self.u = self.frame.transform(coords)
         self.var_names = [str(v) for v in sub.var_names]
@@ -118,27 +118,18 @@ class INRRaw:
     def fit(self, adata, *, train_idx=None) -> INRRaw:
         import torch
 
-        from suica.networks import make_inr
+        from suica.estimator import fit_inr, spot_spacing
 
         c = self.config
         sub = _subset(adata, train_idx)
         y_np, coords = validate_adata(sub)
         self.var_names = [str(v) for v in sub.var_names]
         self.frame = CoordFrame.fit(coords, keep_ratio=c.keep_ratio)
-        torch.manual_seed(c.seed)
-        self.model = make_inr(kind=c.inr, in_dim=coords.shape[1], out_dim=y_np.shape[1], width=c.inr_width,
-                              n_layers=c.inr_layers, mapping_size=c.ffn_mapping, scale=c.ffn_scale,
-                              hidden_activation=c.ffn_hidden_activation, w0=c.siren_w0, final="relu", seed=c.seed)
-        u = torch.as_tensor(self.frame.transform(coords), dtype=torch.float32)
-        y = torch.as_tensor(y_np)
-        opt = torch.optim.AdamW(self.model.parameters(), lr=c.inr_lr)
-        for _ in range(self.epochs):
-            opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.mse_loss(self.model(u), y)
-            loss.backward()
-            opt.step()
-            self.history.append(float(loss.detach()))
-        self.model.eval()
+        u_np = self.frame.transform(coords)
+        u = torch.as_tensor(u_np, dtype=torch.float32)
+        self.model, self.sigma_, self.selection_ = fit_inr(
+            u, torch.as_tensor(y_np), c, spacing=spot_spacing(u_np), out_dim=y_np.shape[1], final="relu",
+            loss_fn=torch.nn.functional.mse_loss, epochs=self.epochs, lr=c.inr_lr, history=self.history)
         return self
 
     def predict(self, coords, *, allow_extrapolation: bool = False):
@@ -151,3 +142,41 @@ class INRRaw:
         with torch.no_grad():
             y = self.model(torch.as_tensor(u, dtype=torch.float32)).numpy()
         return _wrap(coords, y, self.var_names, self.frame)
+
+
+class PCAINR(INRRaw):
+    """PCA + INR (official ``configs/others/pca/inr_pca.yaml``): PCA with ``latent_dim`` components of the
+    normalised counts, fitted on the training spots; an INR ``u -> PCA scores`` (L1 + MSE, as SUICA's phase 1, same
+    σ selection, width, depth, lr and total steps); prediction ``max(0, scores · Wᵀ + mean)``."""
+
+    def fit(self, adata, *, train_idx=None) -> PCAINR:
+        import torch
+        from sklearn.decomposition import PCA
+
+        from suica.estimator import fit_inr, spot_spacing
+        from suica.losses import fit_loss
+
+        c = self.config
+        sub = _subset(adata, train_idx)
+        y_np, coords = validate_adata(sub)
+        self.var_names = [str(v) for v in sub.var_names]
+        self.frame = CoordFrame.fit(coords, keep_ratio=c.keep_ratio)
+        u_np = self.frame.transform(coords)
+        self.pca = PCA(n_components=min(c.latent_dim, *y_np.shape), random_state=c.seed).fit(y_np)
+        scores = self.pca.transform(y_np).astype(np.float32)  # (n, D)
+        self.model, self.sigma_, self.selection_ = fit_inr(
+            torch.as_tensor(u_np, dtype=torch.float32), torch.as_tensor(scores), c, spacing=spot_spacing(u_np),
+            out_dim=scores.shape[1], final="identity", loss_fn=fit_loss, epochs=self.epochs, lr=c.inr_lr,
+            history=self.history)
+        return self
+
+    def predict(self, coords, *, allow_extrapolation: bool = False):
+        import torch
+
+        if self.frame is None:
+            raise SUICAInputError("PCAINR is not fitted")
+        coords = check_coords(coords, name="query coords")
+        u = self.frame.transform(coords, allow_extrapolation=allow_extrapolation)
+        with torch.no_grad():
+            s = self.model(torch.as_tensor(u, dtype=torch.float32)).numpy()
+        return _wrap(coords, np.maximum(self.pca.inverse_transform(s), 0.0), self.var_names, self.frame)

@@ -56,8 +56,19 @@ class FitConfig(CommonOptions):
     """Preprocessing: normalize_total target (official 200)."""
     split_key: str = "split"
     """obs column marking held-out spots with the value "test" (ignored when absent)."""
+    layer: str | None = None
+    """Expression from adata.layers[LAYER] instead of adata.X (e.g. "counts"); sparse matrices stay sparse."""
     model: SUICAConfig = field(default_factory=SUICAConfig)
     """SUICA hyper-parameters."""
+
+
+@dataclass(frozen=True)
+class SuicaReproduceOptions(ReproduceOptions):
+    """Run SUICA and its baselines side by side and measure the paper's claims (a fixed CPU-scale protocol, so
+    there is no --device). --task scale runs the sparse 10^5 x 2*10^4 mini-batch benchmark instead."""
+
+    task: Literal["main", "scale"] = "main"
+    """main: the claims (results/full); scale: the sparse mini-batch benchmark (results/full/scale)."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +156,12 @@ def fit(cfg: FitConfig) -> int:
     seed_everything(cfg.seed)
     adata = read_h5ad(cfg.data, what="--data")
     _check_all_coords(adata, "--data")
+    if cfg.layer is not None:
+        from suica.data import expression
+
+        expression(adata, cfg.layer)  # clear error for a missing layer
+        if cfg.preprocess:  # preprocessing reads raw counts from layers["counts"]: use the chosen layer as counts
+            adata.layers["counts"] = adata.layers[cfg.layer]
     if cfg.preprocess:
         tr, _ = _split(adata, cfg.split_key)
         adata = preprocess(adata, min_counts_spot=cfg.min_counts_spot, min_counts_gene=cfg.min_counts_gene,
@@ -153,13 +170,21 @@ def fit(cfg: FitConfig) -> int:
     rd = open_run_dir("suica", cfg)
     rd.write_config(cfg)
     rd.write_env(device=cfg.device)
-    model = SUICA(config=cfg.model, device=cfg.device, verbose=not cfg.quiet).fit(adata, train_idx=tr)
+    layer = None if cfg.preprocess else cfg.layer  # after preprocessing the normalised counts are in X
+    model = SUICA(config=cfg.model, device=cfg.device, verbose=not cfg.quiet).fit(adata, train_idx=tr, layer=layer)
     for phase, losses in model.history.items():
         for i, v in enumerate(losses):
             if i % 10 == 0 or i == len(losses) - 1:
                 rd.log(i, phase=phase, loss=v)
     model.save(rd.path)
     write_h5ad(adata, rd.path / "data.h5ad")
+    from suica.tl import provenance
+
+    pred = model.predict(adata.obsm["spatial"], allow_extrapolation=True)
+    pred.obs_names = adata.obs_names
+    pred.obs["split"] = ["test" if i in set(te.tolist()) else "train" for i in range(adata.n_obs)]
+    pred.uns["suica"] = provenance(model, data=str(cfg.data), layer=cfg.layer, n_train=len(tr), n_test=len(te))
+    write_h5ad(pred, rd.path / "predictions.h5ad")
     rd.write_json("fit.json", {"n_train": int(len(tr)), "n_test": int(len(te)), "timings_s": model.timings})
     if not cfg.quiet:
         print(f"fitted SUICA on {len(tr)} spots x {adata.n_vars} genes ({len(te)} held out); model in {rd.target}")
@@ -271,6 +296,22 @@ def evaluate(cfg: EvaluateConfig) -> int:
     return 0
 
 
+def _reproduce(opts: SuicaReproduceOptions) -> int:
+    if opts.task == "main":
+        return reproduce_command(METHOD)(opts)
+    from dataclasses import replace
+
+    from icml25.cli_helpers import run_reproduce
+    from icml25.registry import default_out
+
+    from suica.reproduce import reproduce_scale
+
+    out = opts.out if opts.out is not None else default_out(METHOD.name)
+    run_reproduce(replace(METHOD, reproduce=reproduce_scale), quick=opts.quick, smoke=opts.smoke, out=out,
+                  seed=opts.seed, overwrite=opts.overwrite, quiet=opts.quiet)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     return method_main(
         METHOD,
@@ -279,7 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "fit": (FitConfig, fit),
             "predict": (PredictConfig, predict),
             "evaluate": (EvaluateConfig, evaluate),
-            "reproduce": (ReproduceOptions, reproduce_command(METHOD)),
+            "reproduce": (SuicaReproduceOptions, _reproduce),
         },
         argv=argv,
     )

@@ -27,27 +27,41 @@ class SUICAConfig:
     """Widths of the graph layer and encoder (decoder mirrors them). Official (2048, 512, 64)."""
     latent_dim: int = 32
     """Embedding size D (official 32); must be < the number of genes."""
-    gae_epochs: int = 300
-    """Full-batch GAE epochs (official 200 mini-batch epochs of 512)."""
+    gae_epochs: int = 200
+    """GAE epochs (official 200 mini-batch epochs of 512; here full batch up to batch_size spots)."""
     gae_lr: float = 1e-3
     """GAE Adam learning rate (official 1e-5, too small for a few hundred full-batch steps)."""
     inr: str = "ffn"
-    """INR family: 'ffn' (Fourier features, paper default) or 'siren'."""
-    inr_width: int = 256
+    """INR family: 'ffn' (Fourier features, paper default), 'siren' or 'ngp' (multiresolution hash grid, pure torch;
+    8 levels x 2 features, 2^14 entries, resolutions 4..128, MLP width min(inr_width, 64))."""
+    inr_width: int = 128
     """INR width (official 2048)."""
     inr_layers: int = 3
     """Hidden Linear(W, W) layers of the INR (official 3)."""
-    ffn_mapping: int = 256
+    ffn_mapping: int = 128
     """Number of Gaussian Fourier frequencies m (official 256)."""
-    ffn_scale: float = 10.0
-    """Std σ of the Fourier frequencies B ~ N(0, σ²) (official 10)."""
+    ffn_scale: float | None = None
+    """Std σ of the Fourier frequencies B ~ N(0, σ²). None (default): chosen by ``fit`` on an internal validation
+    split of the training spots among ``ffn_scale_factors / h`` (h = median nearest-neighbour spacing of the
+    training spots in normalised coordinates); one factor (default) sets σ from the spacing, several are chosen on
+    an internal validation split. A number fixes σ (official 10)."""
+    ffn_scale_factors: tuple[float, ...] = (0.01,)
+    """σ·h (cycles per spot spacing) when ffn_scale is None: one value sets σ = factor / h from the spot spacing
+    (default 0.01, no extra cost); several values are candidates chosen on an internal validation split."""
+    val_frac: float = 0.1
+    """Fraction of the training spots held aside inside ``fit`` to choose σ among several ffn_scale_factors
+    (INR-stage loss on their embeddings); the final INR is then fitted on all training spots."""
+    batch_size: int = 4096
+    """Spots per mini-batch. GAE: one Adam step per batch of spots (each with its k-NN neighbourhood subgraph);
+    INR and decoder stages: gradients accumulated over the batches, one step per epoch (official). Data with at
+    most this many spots train full batch."""
     ffn_hidden_activation: bool = True
     """ReLU between the INR's hidden layers (fix); False = official (no activation, layers collapse)."""
     siren_w0: float = 30.0
     """SIREN frequency ω0."""
-    inr_epochs: int = 600
+    inr_epochs: int = 400
     """Phase-1 steps (INR fits the embeddings; official 1000 + 1)."""
-    decoder_epochs: int = 300
+    decoder_epochs: int = 200
     """Phase-2 steps (INR frozen, decoder fine-tuned; official 999)."""
     inr_lr: float = 1e-3
     """AdamW learning rate of phase 1 (official 1e-4)."""
@@ -64,7 +78,7 @@ class SUICAConfig:
 
     def __post_init__(self) -> None:
         choices = {"graph_norm": ("sym", "row", "raw"), "graph_space": ("spatial", "expression"),
-                   "targets_graph": ("train", "full"), "inr": ("ffn", "siren"), "decoder_loss": ("rbc", "mse")}
+                   "targets_graph": ("train", "full"), "inr": ("ffn", "siren", "ngp"), "decoder_loss": ("rbc", "mse")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise SUICAInputError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
@@ -74,7 +88,19 @@ class SUICAConfig:
         for name in ("gae_epochs", "inr_epochs", "decoder_epochs", "inr_layers"):
             if int(getattr(self, name)) < 0:
                 raise SUICAInputError(f"{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("gae_lr", "inr_lr", "decoder_lr", "ffn_scale", "siren_w0"):
+        if self.ffn_scale is not None:
+            v = float(self.ffn_scale)
+            if not v > 0 or v == float("inf"):
+                raise SUICAInputError(f"ffn_scale must be a finite number > 0 or None (chosen on validation), got {v}")
+        if len(self.ffn_scale_factors) < 1 or not all(0 < float(f) < float("inf") for f in self.ffn_scale_factors):
+            raise SUICAInputError(f"ffn_scale_factors must be a non-empty tuple of finite numbers > 0, "
+                                  f"got {self.ffn_scale_factors}")
+        object.__setattr__(self, "ffn_scale_factors", tuple(float(f) for f in self.ffn_scale_factors))
+        if not 0.0 < float(self.val_frac) < 0.5:
+            raise SUICAInputError(f"val_frac must be in (0, 0.5), got {self.val_frac}")
+        if int(self.batch_size) < 2:
+            raise SUICAInputError(f"batch_size must be >= 2, got {self.batch_size}")
+        for name in ("gae_lr", "inr_lr", "decoder_lr", "siren_w0"):
             v = float(getattr(self, name))
             if not v > 0 or v != v or v == float("inf"):
                 raise SUICAInputError(f"{name} must be a finite number > 0, got {v}")
@@ -87,6 +113,7 @@ class SUICAConfig:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["gae_hidden"] = list(self.gae_hidden)
+        d["ffn_scale_factors"] = list(self.ffn_scale_factors)
         return d
 
     @classmethod
@@ -96,6 +123,67 @@ class SUICAConfig:
         if unknown:
             raise SUICAInputError(f"unknown SUICA config fields {sorted(unknown)}")
         d = dict(d)
-        if "gae_hidden" in d:
-            d["gae_hidden"] = tuple(d["gae_hidden"])
+        for key in ("gae_hidden", "ffn_scale_factors"):
+            if key in d:
+                d[key] = tuple(d[key])
         return cls(**d)
+
+
+# ------------------------------------------------------------------------------------------------ reproduce
+from icml25.experiment import Budgets  # noqa: E402
+
+GENERALISATION_SETTINGS: dict[str, dict] = {
+    "bands / random layout / 90% zeros": dict(domain_shape="bands", layout="random", zero_frac=0.90, n_domains=4),
+    "stripes / hex layout / 80% zeros": dict(domain_shape="stripes", layout="hex", zero_frac=0.80, n_domains=5),
+    "7 Voronoi domains / random layout / 94% zeros": dict(domain_shape="voronoi", layout="random", zero_frac=0.94,
+                                                          n_domains=7),
+}
+"""Generator settings of the generalisation experiment; none is used by the package's tests (which use 3 Voronoi
+domains on a hex layout with 88% zeros)."""
+
+
+@dataclass(frozen=True)
+class ReproduceConfig:
+    """Budget of ``suica reproduce`` (one of :data:`BUDGETS`)."""
+
+    seeds: int = 5
+    """Seeds (tissues, splits, weights) per experiment."""
+    n_spots: int = 500
+    """Spots per synthetic tissue (2-D experiments)."""
+    n_genes: int = 120
+    """Genes per synthetic tissue."""
+    n_spots_3d: int = 600
+    """Spots of the 3-D tissue (6 hex sections)."""
+    model: tuple[tuple[str, object], ...] = ()
+    """Overrides of the SUICA defaults for every neural method (empty: the package defaults, as a user gets them)."""
+    settings: tuple[str, ...] = tuple(GENERALISATION_SETTINGS)
+    """Generator settings of the generalisation experiment."""
+    ablations: bool = False
+    """Run the SUICA ablations (λ_Dice, official graph / targets) on the first seed."""
+    scale_spots: int = 100_000
+    """``--task scale``: spots of the sparse benchmark tissue."""
+    scale_genes: int = 20_000
+    """``--task scale``: genes of the sparse benchmark tissue."""
+    scale_density: float = 0.02
+    """``--task scale``: fraction of non-zero entries."""
+    scale_epochs: int = 1
+    """``--task scale``: epochs of each stage (GAE, INR, decoder)."""
+    scale_batch: int = 2048
+    """``--task scale``: spots per mini-batch."""
+
+    def model_kw(self) -> dict:
+        return dict(self.model)
+
+
+_SMOKE_MODEL = (("gae_hidden", (32, 16)), ("latent_dim", 8), ("inr_width", 32), ("ffn_mapping", 16),
+                ("gae_epochs", 10), ("inr_epochs", 10), ("decoder_epochs", 5))
+_QUICK_MODEL = (("gae_epochs", 100), ("inr_epochs", 150), ("decoder_epochs", 80))
+
+BUDGETS = Budgets(
+    smoke=ReproduceConfig(seeds=1, n_spots=150, n_genes=40, n_spots_3d=240, model=_SMOKE_MODEL,
+                          settings=tuple(GENERALISATION_SETTINGS)[:1], ablations=False, scale_spots=3000,
+                          scale_genes=500, scale_batch=512),
+    quick=ReproduceConfig(seeds=3, n_spots=300, n_genes=80, n_spots_3d=360, model=_QUICK_MODEL, ablations=False,
+                          scale_spots=20_000, scale_genes=5_000),
+    full=ReproduceConfig(),
+)

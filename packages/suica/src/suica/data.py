@@ -24,8 +24,31 @@ def dense(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float32)
 
 
-def validate_adata(adata, *, min_spots: int = 2, require_spatial: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def as_csr(x):
+    """``(n, G)`` float32 CSR matrix from a dense or scipy-sparse matrix (no densification of sparse input)."""
+    import scipy.sparse as sp
+
+    if sp.issparse(x):
+        return sp.csr_matrix(x, dtype=np.float32)
+    return sp.csr_matrix(np.asarray(x, dtype=np.float32))
+
+
+def expression(adata, layer: str | None = None):
+    """``adata.X`` or ``adata.layers[layer]`` (a clear error naming the layers when it is missing)."""
+    if layer is None:
+        return adata.X
+    if layer not in adata.layers:
+        raise SUICAInputError(f"layer {layer!r} is not in adata.layers (available: {sorted(adata.layers)}); "
+                              "pass one of these or None for adata.X")
+    return adata.layers[layer]
+
+
+def validate_adata(adata, *, min_spots: int = 2, require_spatial: bool = True, layer: str | None = None,
+                   sparse: bool = False, allow_empty: bool = False) -> tuple:
     """Check an AnnData for SUICA and return ``(X (n, G) float32, coords (n, d) float64)``.
+
+    ``X`` is ``adata.X`` (or ``adata.layers[layer]``), returned dense, or as CSR when ``sparse=True`` (sparse input
+    is never densified then: checks run on the stored non-zeros and on row/column sums).
 
     Errors: not an AnnData; missing ``obsm["spatial"]``; coordinates not 2-D/3-D or NaN/inf; expression NaN/inf or
     negative; all-zero genes or spots; fewer than ``min_spots`` spots.
@@ -39,20 +62,26 @@ def validate_adata(adata, *, min_spots: int = 2, require_spatial: bool = True) -
     if require_spatial and "spatial" not in adata.obsm:
         raise SUICAInputError('adata.obsm["spatial"] is missing: SUICA needs the spot coordinates (n_spots, 2 or 3)')
     coords = check_coords(adata.obsm["spatial"], name='adata.obsm["spatial"]') if require_spatial else None
-    x = dense(adata.X)
+    what = "adata.X" if layer is None else f'adata.layers["{layer}"]'
+    raw = expression(adata, layer)
+    x = as_csr(raw) if sparse else dense(raw)
+    vals = x.data if sparse else x
     if x.ndim != 2 or x.shape[1] < 1:
-        raise SUICAInputError(f"adata.X must be (n_spots, n_genes), got shape {x.shape}")
-    if not np.isfinite(x).all():
-        raise SUICAInputError(f"adata.X contains NaN or inf ({int((~np.isfinite(x)).sum())} entries)")
-    if (x < 0).any():
-        raise SUICAInputError(f"adata.X contains negative expression values (min {float(x.min()):.4g}); counts must be >= 0")
+        raise SUICAInputError(f"{what} must be (n_spots, n_genes), got shape {x.shape}")
+    if not np.isfinite(vals).all():
+        raise SUICAInputError(f"{what} contains NaN or inf ({int((~np.isfinite(vals)).sum())} entries)")
+    if (vals < 0).any():
+        raise SUICAInputError(f"{what} contains negative expression values (min {float(vals.min()):.4g}); "
+                              "counts must be >= 0")
     if x.shape[0] < min_spots:
         raise SUICAInputError(f"adata has {x.shape[0]} spots; at least {min_spots} are needed")
-    zero_genes = np.flatnonzero(x.sum(axis=0) == 0)
+    if allow_empty:  # interpolators: all-zero genes / spots are harmless
+        return x, coords
+    zero_genes = np.flatnonzero(np.asarray(x.sum(axis=0)).ravel() == 0)
     if zero_genes.size:
         names = list(adata.var_names[zero_genes[:5]])
         raise SUICAInputError(f"{zero_genes.size} all-zero genes (e.g. {names}); filter them first (suica.data.preprocess)")
-    zero_spots = np.flatnonzero(x.sum(axis=1) == 0)
+    zero_spots = np.flatnonzero(np.asarray(x.sum(axis=1)).ravel() == 0)
     if zero_spots.size:
         names = list(adata.obs_names[zero_spots[:5]])
         raise SUICAInputError(f"{zero_spots.size} all-zero spots (e.g. {names}); filter them first (suica.data.preprocess)")

@@ -57,11 +57,121 @@ def _train_idx(n: int, train_idx) -> np.ndarray:
     return np.sort(idx)
 
 
+def spot_spacing(u: np.ndarray) -> float:
+    """Median nearest-neighbour distance of the spots ``u (n, d)`` (normalised coordinates)."""
+    from scipy.spatial import cKDTree
+
+    d, _ = cKDTree(u).query(u, k=2)  # (n, 2): self at 0, nearest other spot
+    pos = d[:, 1][d[:, 1] > 0]
+    return float(np.median(pos)) if pos.size else 1.0
+
+
+def csr_to_torch(m, device=None, *, log1p: bool = False):
+    """scipy CSR/COO ``(n, m)`` -> torch sparse COO float32 (``log1p`` applied to the stored values)."""
+    torch = _torch()
+    m = m.tocoo()
+    data = np.log1p(m.data) if log1p else m.data
+    idx = torch.as_tensor(np.vstack([m.row, m.col]), dtype=torch.long)
+    t = torch.sparse_coo_tensor(idx, torch.as_tensor(data, dtype=torch.float32), m.shape, check_invariants=False)
+    return t.coalesce().to(device) if device is not None else t.coalesce()
+
+
+def batches(n: int, batch_size: int, *, rng: np.random.Generator | None = None) -> list[np.ndarray]:
+    """Index batches covering ``range(n)`` (shuffled when ``rng`` is given; sorted inside each batch)."""
+    order = rng.permutation(n) if rng is not None else np.arange(n)
+    return [np.sort(order[s:s + batch_size]) for s in range(0, n, batch_size)]
+
+
+def accumulate(loss_fn, n: int, parts: list[np.ndarray]) -> float:
+    """``Σ_b (|b| / n) · ∇ loss_fn(b)`` into ``.grad`` (the full-batch gradient for per-spot mean losses); returns the
+    weighted loss."""
+    total = 0.0
+    for idx in parts:
+        loss = loss_fn(idx) * (len(idx) / n)
+        loss.backward()
+        total += float(loss.detach())
+    return total
+
+
+def train_accumulated(params, loss_fn, n: int, *, epochs: int, lr: float, batch_size: int, history: list,
+                      on_step=None, phase: str = "", progress=None) -> None:
+    """AdamW with gradients accumulated over the whole epoch (one optimiser step per epoch, official).
+
+    ``loss_fn(idx)`` returns the mean loss over the spots ``idx``; each batch's loss is weighted by
+    ``len(idx) / n``, so for losses that are means over spots the accumulated gradient equals the full-batch one.
+    """
+    torch = _torch()
+    opt = torch.optim.AdamW(params, lr=lr)
+    parts = batches(n, batch_size)
+    for step in range(epochs):
+        opt.zero_grad(set_to_none=True)
+        total = accumulate(loss_fn, n, parts)
+        opt.step()
+        history.append(total)
+        if progress is not None:
+            progress.update()
+        if on_step:
+            on_step(phase, step)
+
+
+def fit_inr(u, targets, c: SUICAConfig, *, spacing: float, out_dim: int, final: str, loss_fn, epochs: int,
+            lr: float, history: list | None = None, on_step=None, progress=None, on_built=None):
+    """Fit an INR ``u (n, d) -> targets (n, out_dim)`` with ``loss_fn(pred, target)`` (accumulated batches, one
+    AdamW step per epoch); returns ``(inr, σ, {σ: validation loss})``.
+
+    σ: ``c.ffn_scale`` when set; otherwise each candidate ``f / spacing`` (``f`` in ``c.ffn_scale_factors``) is fitted
+    on ``1 - c.val_frac`` of the spots with the same budget and scored by ``loss_fn`` on the rest; the INR is then
+    refitted on all spots with the best σ. Every INR-based method in this package chooses σ this way.
+    """
+    torch = _torch()
+    from suica.networks import make_inr
+    from suica.synthetic import holdout_spots
+
+    dim = u.shape[1]
+
+    def build(sigma):
+        torch.manual_seed(c.seed)
+        return make_inr(kind=c.inr, in_dim=dim, out_dim=out_dim, width=c.inr_width, n_layers=c.inr_layers,
+                        mapping_size=c.ffn_mapping, scale=sigma, hidden_activation=c.ffn_hidden_activation,
+                        w0=c.siren_w0, final=final, seed=c.seed).to(u.device)
+
+    selection: dict[float, float] = {}
+    if c.ffn_scale is None and c.inr == "ffn" and len(c.ffn_scale_factors) > 1:
+        fit_i, val_i = holdout_spots(len(u), frac=c.val_frac, seed=c.seed + 7919)
+        uf, tf = u[fit_i], targets[fit_i]
+        for f in c.ffn_scale_factors:
+            sigma = float(f / spacing)
+            cand = build(sigma)
+            train_accumulated(list(cand.parameters()), lambda b, m=cand: loss_fn(m(uf[b]), tf[b]), len(fit_i),
+                              epochs=epochs, lr=lr, batch_size=c.batch_size, history=[])
+            cand.eval()
+            with torch.no_grad():
+                selection[sigma] = float(loss_fn(cand(u[val_i]), targets[val_i]))
+        sigma = min(selection, key=selection.get)
+    elif c.ffn_scale is None:
+        sigma = float(c.ffn_scale_factors[0] / spacing)  # from the spot spacing
+    else:
+        sigma = float(c.ffn_scale)
+    inr = build(sigma)
+    if on_built is not None:
+        on_built(inr)  # e.g. put it into the model before training so that step hooks see it
+    inr.train()
+    train_accumulated(list(inr.parameters()), lambda b: loss_fn(inr(u[b]), targets[b]), len(u), epochs=epochs,
+                      lr=lr, batch_size=c.batch_size, history=history if history is not None else [],
+                      on_step=on_step, phase="inr", progress=progress)
+    inr.eval()
+    return inr, sigma, selection
+
+
 class SUICA:
     """SUICA on AnnData: ``SUICA(**config).fit(adata).predict(coords) -> AnnData``.
 
     Keyword arguments are the fields of :class:`suica.config.SUICAConfig` (or pass ``config=``), plus
     ``device`` (``"cpu"``/``"cuda"``/``"auto"``) and ``verbose`` (progress bars).
+
+    After ``fit``: ``sigma_`` (the Fourier scale used), ``spacing_`` (median nearest-neighbour spacing ``h`` of the
+    training spots, normalised coordinates) and ``selection_`` (``{σ: validation loss}`` when σ was chosen inside
+    ``fit``; see :attr:`SUICAConfig.ffn_scale`).
     """
 
     def __init__(self, *, config: SUICAConfig | None = None, device: str = "cpu", verbose: bool = False,
@@ -76,18 +186,27 @@ class SUICA:
         self.var_names: list[str] = []
         self.history: dict[str, list[float]] = {"gae": [], "inr": [], "decoder": []}
         self.timings: dict[str, float] = {}
+        self.sigma_: float | None = self.config.ffn_scale
+        self.spacing_: float | None = None
+        self.selection_: dict[float, float] = {}
 
     # ------------------------------------------------------------------ building
+    def _make_inr(self, dim: int, sigma: float):
+        from suica.networks import make_inr
+
+        c = self.config
+        return make_inr(kind=c.inr, in_dim=dim, out_dim=c.latent_dim, width=c.inr_width, n_layers=c.inr_layers,
+                        mapping_size=c.ffn_mapping, scale=sigma, hidden_activation=c.ffn_hidden_activation,
+                        w0=c.siren_w0, final="identity", seed=c.seed)
+
     def _build(self, n_genes: int, dim: int):
         torch = _torch()
-        from suica.networks import GAE, make_inr
+        from suica.networks import GAE
 
         c = self.config
         torch.manual_seed(c.seed)
         gae = GAE(n_genes=n_genes, hidden=c.gae_hidden, latent_dim=c.latent_dim, use_graph=c.use_graph)
-        inr = make_inr(kind=c.inr, in_dim=dim, out_dim=c.latent_dim, width=c.inr_width, n_layers=c.inr_layers,
-                       mapping_size=c.ffn_mapping, scale=c.ffn_scale, hidden_activation=c.ffn_hidden_activation,
-                       w0=c.siren_w0, final="identity", seed=c.seed)
+        inr = self._make_inr(dim, float(self.sigma_ if self.sigma_ is not None else 1.0))
         return torch.nn.ModuleDict({"gae": gae, "inr": inr})
 
     def _device(self):
@@ -95,17 +214,51 @@ class SUICA:
 
         return resolve_device(self.device)
 
-    def _graph(self, x_log: np.ndarray, u: np.ndarray):
-        from suica.graph import build_graph
+    def _adjacency(self, x_csr, u: np.ndarray):
+        """Propagation matrix ``Â`` (scipy CSR) on spatial or expression neighbours; None without a graph."""
+        from suica.graph import knn_adjacency, normalize_adjacency
 
         if not self.config.use_graph:
             return None
-        pts = u if self.config.graph_space == "spatial" else x_log
-        return build_graph(pts, k=self.config.k, norm=self.config.graph_norm)
+        if self.config.graph_space == "spatial":
+            pts = u
+        else:  # expression space (earlier release): neighbours on log1p expression (dense rows, small data only)
+            pts = np.log1p(x_csr.toarray())
+        return normalize_adjacency(knn_adjacency(pts, k=self.config.k), norm=self.config.graph_norm)
+
+    def _gae_batch(self, gae, x_csr, adj, idx: np.ndarray, dev):
+        """Forward the GAE on the neighbourhood subgraph of the spots ``idx``; returns ``(ŷ_idx, z_idx)``.
+
+        Nodes = ``idx`` ∪ their k-NN lists (``graph.subgraph``); with the normalised ``Â`` restricted to the nodes,
+        the rows of the batch spots equal the full-graph rows exactly (all their neighbours are present).
+        """
+        from suica.graph import subgraph
+
+        if adj is None:
+            nodes, local, a_t = idx, np.arange(len(idx)), None
+        else:
+            a_sub, nodes, local = subgraph(adj, idx)
+            a_t = csr_to_torch(a_sub, dev)
+        x_t = csr_to_torch(x_csr[nodes], dev, log1p=True)  # sparse log(1 + x) of the subgraph's spots
+        z = gae.encode(x_t, a_t, logged=True)[_torch().as_tensor(local, device=dev)]
+        return gae.decode(z), z
+
+    def encode_spots(self, x_csr, adj, dev) -> Any:
+        """Embeddings ``z (n, D)`` of every spot (eval mode, batch by batch over neighbourhood subgraphs)."""
+        torch = _torch()
+        gae = self.model["gae"]
+        gae.eval()
+        out = []
+        with torch.no_grad():
+            for idx in batches(x_csr.shape[0], self.config.batch_size):
+                out.append(self._gae_batch(gae, x_csr, adj, idx, dev)[1])
+        return torch.cat(out)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, adata, *, train_idx=None, on_step: Callable[[str, int, SUICA], None] | None = None) -> SUICA:
-        """Fit on ``adata`` (``X`` normalised counts, ``obsm["spatial"]``); only ``train_idx`` spots are used.
+    def fit(self, adata, *, train_idx=None, layer: str | None = None,
+            on_step: Callable[[str, int, SUICA], None] | None = None) -> SUICA:
+        """Fit on ``adata`` (``X`` or ``layers[layer]`` normalised counts, dense or sparse; ``obsm["spatial"]``);
+        only ``train_idx`` spots are used.
 
         ``on_step(phase, step, self)`` is called after every optimiser step (phase ``"gae"``, ``"inr"``,
         ``"decoder"``); useful for tests and logging.
@@ -113,73 +266,70 @@ class SUICA:
         torch = _torch()
         c = self.config
         if "spatial" not in getattr(adata, "obsm", {}):
-            validate_adata(adata)  # raises the clear error
+            validate_adata(adata, layer=layer, sparse=True)  # raises the clear error
         n_all = adata.n_obs
         idx = _train_idx(n_all, train_idx)
         if len(idx) < c.k + 1:
             raise SUICAInputError(f"need at least k+1 = {c.k + 1} training spots for the {c.k}-NN graph, got {len(idx)}")
         sub = adata[idx]
-        x_np, coords = validate_adata(sub, min_spots=c.k + 1)
-        n, g = x_np.shape
+        x_csr, coords = validate_adata(sub, min_spots=c.k + 1, layer=layer, sparse=True)
+        n, g = x_csr.shape
         if c.latent_dim >= g:
             raise SUICAInputError(f"latent_dim={c.latent_dim} must be smaller than the number of genes ({g})")
-        if c.use_graph and n < c.k + 1:
-            raise SUICAInputError(f"need at least k+1 = {c.k + 1} training spots, got {n}")
         dev = self._device()
         self.frame = CoordFrame.fit(coords, keep_ratio=c.keep_ratio)
         self.var_names = [str(v) for v in sub.var_names]
+        self.layer = layer
         u_np = self.frame.transform(coords)
+        self.spacing_ = spot_spacing(u_np)
+        self.history = {"gae": [], "inr": [], "decoder": []}
+        step_cb = (lambda phase, step: on_step(phase, step, self)) if on_step else None
+        self.sigma_ = c.ffn_scale
         model = self._build(g, coords.shape[1]).to(dev)
         self.model = model
-        gae, inr = model["gae"], model["inr"]
-        x = torch.as_tensor(x_np, device=dev)
+        gae = model["gae"]
         u = torch.as_tensor(u_np, dtype=torch.float32, device=dev)
-        adj = self._graph(np.log1p(x_np), u_np)
-        adj = adj.to(dev) if adj is not None else None
+        adj = self._adjacency(x_csr, u_np)
 
-        # ---- stage 1: graph-augmented autoencoder
+        # ---- stage 1: graph-augmented autoencoder, mini-batches of spots with their neighbourhood subgraphs
         t0 = time.perf_counter()
         opt = torch.optim.Adam(gae.parameters(), lr=c.gae_lr)
-        gae.train()
+        rng = np.random.default_rng(c.seed)
+        full = n <= c.batch_size
         with _progress(c.gae_epochs, "GAE", self.verbose) as bar:
             for step in range(c.gae_epochs):
-                opt.zero_grad(set_to_none=True)
-                y_hat, _ = gae(x, adj)
-                loss = torch.nn.functional.mse_loss(y_hat, x)
-                loss.backward()
-                opt.step()
-                self.history["gae"].append(float(loss.detach()))
+                gae.train()
+                total = 0.0
+                for b in batches(n, c.batch_size, rng=None if full else rng):
+                    opt.zero_grad(set_to_none=True)
+                    y_hat, _ = self._gae_batch(gae, x_csr, adj, b, dev)
+                    target = torch.as_tensor(x_csr[b].toarray(), device=dev)  # dense targets per batch only
+                    loss = torch.nn.functional.mse_loss(y_hat, target)
+                    loss.backward()
+                    opt.step()
+                    total += float(loss.detach()) * len(b) / n
+                self.history["gae"].append(total)
                 bar.update()
                 if on_step:
                     on_step("gae", step, self)
-        gae.eval()
-        with torch.no_grad():
-            if c.targets_graph == "full" and len(idx) < n_all:
-                x_all, coords_all = validate_adata(adata, min_spots=c.k + 1)
-                u_all = self.frame.transform(coords_all)
-                adj_all = self._graph(np.log1p(x_all), u_all)
-                z_all = gae.encode(torch.as_tensor(x_all, device=dev), adj_all.to(dev) if adj_all is not None else None)
-                z = z_all[torch.as_tensor(idx, device=dev)]
-            else:
-                z = gae.encode(x, adj)  # (n, D)
+        if c.targets_graph == "full" and len(idx) < n_all:
+            x_all, coords_all = validate_adata(adata, min_spots=c.k + 1, layer=layer, sparse=True)
+            adj_all = self._adjacency(x_all, self.frame.transform(coords_all))
+            z = self.encode_spots(x_all, adj_all, dev)[torch.as_tensor(idx, device=dev)]
+        else:
+            z = self.encode_spots(x_csr, adj, dev)  # (n, D), train-only graph
         self.timings["gae_s"] = time.perf_counter() - t0
 
-        # ---- phase 1: INR fits the embeddings
-        t0 = time.perf_counter()
+        # ---- phase 1: the INR fits the embeddings (σ chosen on an internal validation split unless fixed)
         from suica.losses import decoder_loss, fit_loss
 
-        opt = torch.optim.AdamW(inr.parameters(), lr=c.inr_lr)
-        inr.train()
+        t0 = time.perf_counter()
         with _progress(c.inr_epochs, "INR", self.verbose) as bar:
-            for step in range(c.inr_epochs):
-                opt.zero_grad(set_to_none=True)
-                loss = fit_loss(inr(u), z)
-                loss.backward()
-                opt.step()
-                self.history["inr"].append(float(loss.detach()))
-                bar.update()
-                if on_step:
-                    on_step("inr", step, self)
+            inr, self.sigma_, self.selection_ = fit_inr(
+                u, z, c, spacing=self.spacing_, out_dim=c.latent_dim, final="identity", loss_fn=fit_loss,
+                epochs=c.inr_epochs, lr=c.inr_lr, history=self.history["inr"], on_step=step_cb, progress=bar,
+                on_built=lambda m: model.__setitem__("inr", m))
+        model["inr"] = inr
         self.timings["inr_s"] = time.perf_counter() - t0
 
         # ---- phase 2: freeze the INR, fine-tune the decoder with regression-by-classification
@@ -188,19 +338,16 @@ class SUICA:
         for p in inr.parameters():
             p.requires_grad_(False)
         with torch.no_grad():
-            e = inr(u)  # (n, D); constant because the INR is frozen
-        dec_params = list(gae.decoder.parameters())
-        opt = torch.optim.AdamW(dec_params, lr=c.decoder_lr)
+            e = torch.cat([inr(u[b]) for b in batches(n, c.batch_size)])  # (n, D); constant (INR frozen)
+
+        def rec_loss(b):
+            target = torch.as_tensor(x_csr[b].toarray(), device=dev)  # sparse rows densified per batch
+            return decoder_loss(gae.decode(e[b]), target, kind=c.decoder_loss, dice_weight=c.dice_weight)
+
         with _progress(c.decoder_epochs, "decoder", self.verbose) as bar:
-            for step in range(c.decoder_epochs):
-                opt.zero_grad(set_to_none=True)
-                loss = decoder_loss(gae.decode(e), x, kind=c.decoder_loss, dice_weight=c.dice_weight)
-                loss.backward()
-                opt.step()
-                self.history["decoder"].append(float(loss.detach()))
-                bar.update()
-                if on_step:
-                    on_step("decoder", step, self)
+            train_accumulated(list(gae.decoder.parameters()), rec_loss, n, epochs=c.decoder_epochs,
+                              lr=c.decoder_lr, batch_size=c.batch_size, history=self.history["decoder"],
+                              on_step=step_cb, phase="decoder", progress=bar)
         self.timings["decoder_s"] = time.perf_counter() - t0
         model.eval()
         return self
@@ -264,7 +411,7 @@ class SUICA:
 
         self._check_fitted()
         cfg = {"suica": self.config.to_dict(), "frame": self.frame.to_dict(), "var_names": self.var_names,
-               "dim": self.frame.dim}
+               "dim": self.frame.dim, "sigma": self.sigma_, "spacing": self.spacing_}
         return save_model(path, self.model, cfg)
 
     @classmethod
@@ -273,6 +420,8 @@ class SUICA:
 
         cfg = load_config(path, required=("suica", "frame", "var_names", "dim"))
         obj = cls(config=SUICAConfig.from_dict(cfg["suica"]), device=device)
+        obj.sigma_ = cfg.get("sigma", obj.config.ffn_scale)
+        obj.spacing_ = cfg.get("spacing")
         obj.model = load_model(path, lambda c: obj._build(len(c["var_names"]), int(c["dim"])))
         obj.model.to(obj._device()).eval()
         obj.frame = CoordFrame.from_dict(cfg["frame"])

@@ -14,6 +14,7 @@
   then ``Linear(2m, W)``-ReLU, ``n_layers`` x ``Linear(W, W)``-ReLU, ``Linear(W, D)``, final activation.
   ``hidden_activation=False`` reproduces the official code, whose hidden layers have no activation between them.
 * ``SIREN`` (option): ``sin(ω0 (W u + b))`` layers with the SIREN initialisation.
+* ``HashGridINR`` (option ``inr="ngp"``): NGP multiresolution hash encoding + a small MLP, pure torch.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class GraphConv(nn.Module):
         nn.init.xavier_uniform_(self.weight)
 
     def forward(self, x: torch.Tensor, adj: torch.Tensor | None) -> torch.Tensor:
-        h = x @ self.weight + self.bias  # (n, out)
+        h = (torch.sparse.mm(x, self.weight) if x.is_sparse else x @ self.weight) + self.bias  # (n, out)
         return h if adj is None else torch.sparse.mm(adj, h)
 
 
@@ -62,9 +63,11 @@ class GAE(nn.Module):
         self.encoder = mlp([hidden[0], *hidden[1:], latent_dim])
         self.decoder = mlp([latent_dim, *hidden[::-1], n_genes])
 
-    def encode(self, x: torch.Tensor, adj: torch.Tensor | None) -> torch.Tensor:
-        """``x (n, G)`` normalised counts -> ``z (n, D)``."""
-        h = torch.relu(self.bn(self.graph_conv(torch.log1p(x), adj if self.use_graph else None)))  # (n, h0)
+    def encode(self, x: torch.Tensor, adj: torch.Tensor | None, *, logged: bool = False) -> torch.Tensor:
+        """``x (n, G)`` normalised counts (dense or torch-sparse; ``logged=True``: already ``log(1 + x)``) ->
+        ``z (n, D)``."""
+        xl = x if logged else torch.log1p(x)
+        h = torch.relu(self.bn(self.graph_conv(xl, adj if self.use_graph else None)))  # (n, h0)
         return self.encoder(h)
 
     def decode(self, z: torch.Tensor) -> torch.Tensor:
@@ -142,6 +145,55 @@ class SIREN(nn.Module):
         return self.net(u)
 
 
+class HashGridINR(nn.Module):
+    """NGP-style multiresolution hash-grid INR (Müller et al. 2022), pure torch (no CUDA extension).
+
+    ``L`` levels with resolutions ``N_l = floor(N_min · b^l)``, ``b = (N_max / N_min)^{1/(L-1)}``; at level ``l`` the
+    corners of the cell holding ``u`` (mapped from ``[-1, 1]^d`` to ``[0, N_l]^d``) index a table ``(T, F)`` through
+    the spatial hash ``(⊕_i c_i π_i) mod T`` (``π = 1, 2654435761, 805459861``); features are interpolated
+    (bi/tri-linear weights, ``2^d`` corners), concatenated ``(n, L·F)`` and mapped by an MLP
+    ``L·F -> W -> ... -> out_dim`` (ReLU). Table entries start in ``U(-1e-4, 1e-4)``.
+    """
+
+    PRIMES = (1, 2654435761, 805459861)
+
+    def __init__(self, *, in_dim: int, out_dim: int, width: int = 64, n_layers: int = 1, levels: int = 8,
+                 features: int = 2, log2_table: int = 14, n_min: int = 4, n_max: int = 128, final: str = "identity"):
+        super().__init__()
+        if in_dim not in (2, 3):
+            raise ValueError(f"HashGridINR needs 2-D or 3-D coordinates, got {in_dim}")
+        self.in_dim, self.levels, self.features, self.table = in_dim, levels, features, 2**log2_table
+        b = (n_max / n_min) ** (1.0 / max(levels - 1, 1))
+        self.register_buffer("res", torch.tensor([math.floor(n_min * b**lvl) for lvl in range(levels)],
+                                                 dtype=torch.float32))
+        self.embeddings = nn.Parameter(torch.empty(levels, self.table, features).uniform_(-1e-4, 1e-4))
+        corners = torch.tensor([[(k >> i) & 1 for i in range(in_dim)] for k in range(2**in_dim)])
+        self.register_buffer("corners", corners)  # (2^d, d) in {0, 1}
+        self.mlp = nn.Sequential(mlp([levels * features, *([width] * (n_layers + 1)), out_dim]), _final(final))
+
+    def encode(self, u: torch.Tensor) -> torch.Tensor:
+        """``u (n, d)`` in about ``[-1, 1]`` -> interpolated features ``(n, L·F)``."""
+        x = (u.clamp(-1.0, 1.0) + 1.0) / 2.0  # (n, d) in [0, 1]
+        out = []
+        primes = torch.tensor(self.PRIMES[: self.in_dim], dtype=torch.int64, device=u.device)
+        for lvl in range(self.levels):
+            p = x * self.res[lvl]  # (n, d)
+            p0 = torch.floor(p)
+            frac = p - p0  # (n, d)
+            c = p0.long()[:, None, :] + self.corners[None]  # (n, 2^d, d)
+            h = c * primes  # (n, 2^d, d)
+            idx = h[..., 0]
+            for i in range(1, self.in_dim):
+                idx = torch.bitwise_xor(idx, h[..., i])
+            idx = idx % self.table  # (n, 2^d)
+            w = torch.where(self.corners[None].bool(), frac[:, None, :], 1.0 - frac[:, None, :]).prod(-1)  # (n, 2^d)
+            out.append((self.embeddings[lvl][idx] * w[..., None]).sum(1))  # (n, F)
+        return torch.cat(out, dim=1)
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        return self.mlp(self.encode(u))
+
+
 def _final(name: str) -> nn.Module:
     if name == "identity":
         return nn.Identity()
@@ -158,4 +210,7 @@ def make_inr(*, kind: str, in_dim: int, out_dim: int, width: int, n_layers: int,
                                  final=final, seed=seed)
     if kind == "siren":
         return SIREN(in_dim=in_dim, out_dim=out_dim, width=width, n_layers=n_layers, w0=w0, final=final)
-    raise ValueError(f"inr must be 'ffn' or 'siren', got {kind!r}")
+    if kind == "ngp":
+        torch.manual_seed(seed)
+        return HashGridINR(in_dim=in_dim, out_dim=out_dim, width=min(width, 64), n_layers=1, final=final)
+    raise ValueError(f"inr must be 'ffn', 'siren' or 'ngp', got {kind!r}")

@@ -69,6 +69,7 @@ def make_tissue(
     gradient_frac: float = 0.2,
     mean_log_expr: float = 0.5,
     zero_frac: float = 0.88,
+    domain_shape: str = "voronoi",
     seed: int = 0,
 ):
     """Draw a synthetic tissue (see module docstring). Returns an ``AnnData``; hex layouts round ``n_spots``."""
@@ -79,6 +80,8 @@ def make_tissue(
         raise SUICAInputError(f"dim must be 2 or 3, got {dim}")
     if n_spots < 10 or n_genes < 2 or n_domains < 1:
         raise SUICAInputError(f"need n_spots >= 10, n_genes >= 2, n_domains >= 1; got {n_spots}, {n_genes}, {n_domains}")
+    if domain_shape not in DOMAIN_SHAPES:
+        raise SUICAInputError(f"domain_shape must be one of {DOMAIN_SHAPES}, got {domain_shape!r}")
     if not 0.0 <= zero_frac < 1.0:
         raise SUICAInputError(f"zero_frac must be in [0, 1), got {zero_frac}")
     rng = np.random.default_rng(seed)
@@ -94,6 +97,15 @@ def make_tissue(
         centres.append(cand[np.argmax(d)])
     centres = np.asarray(centres)  # (K, dim)
     domain = np.argmin(np.linalg.norm(u[:, None] - centres[None], axis=-1), axis=1)  # (n,)
+    if domain_shape == "bands":  # concentric rings around a random centre (cortex-like layers)
+        r = np.linalg.norm(u - rng.uniform(0.3, 0.7, size=dim), axis=1)
+        domain = np.minimum((r / (r.max() + 1e-12) * n_domains).astype(int), n_domains - 1)
+    elif domain_shape == "stripes":  # wavy stripes along a random direction
+        d = rng.normal(size=dim)
+        d /= np.linalg.norm(d)
+        t = u @ d + 0.08 * np.sin(6 * np.pi * u[:, (1 if dim > 1 else 0)] + rng.uniform(0, 2 * np.pi))
+        t = (t - t.min()) / (np.ptp(t) + 1e-12)
+        domain = np.minimum((t * n_domains).astype(int), n_domains - 1)
     # smooth gradient: a random direction plus a low-frequency wave
     direction = rng.normal(size=dim)
     direction /= np.linalg.norm(direction)
@@ -145,9 +157,57 @@ def make_tissue(
     adata.obsm["spatial"] = x
     adata.uns["synthetic"] = {
         "n_domains": n_domains, "layout": layout, "dim": dim, "seed": seed, "zero_frac_target": zero_frac,
+        "domain_shape": domain_shape,
         "zero_frac": float((counts == 0).mean()), "dropout_x0": float(hi_x0),
     }
     return adata
+
+
+DOMAIN_SHAPES = ("voronoi", "bands", "stripes")
+
+
+def make_sparse_tissue(*, n_spots: int = 100_000, n_genes: int = 20_000, n_domains: int = 5, density: float = 0.02,
+                       seed: int = 0):
+    """A large sparse tissue for the scale benchmark, drawn directly in CSR (never dense).
+
+    Spots uniform in a 1.5 x 1 rectangle, Voronoi domains; each spot draws ``m = round(density · G)`` genes (with
+    replacement, duplicates summed, so at most ``m`` non-zeros) with probabilities ∝ its domain's gene rates
+    (log-normal baseline + marker genes), counts ``1 + Poisson(rate)`` per draw. ``X`` is CSR float32;
+    ``obs["domain"]``, ``obsm["spatial"]``.
+    """
+    import anndata as ad
+    import pandas as pd
+    import scipy.sparse as sp
+
+    if n_spots < 10 or n_genes < 2 or not 0.0 < density <= 1.0:
+        raise SUICAInputError(f"need n_spots >= 10, n_genes >= 2, density in (0, 1]; got {n_spots}, {n_genes}, {density}")
+    rng = np.random.default_rng(seed)
+    xy = rng.uniform(0.0, 1.0, size=(n_spots, 2)) * np.array([1500.0, 1000.0])
+    centres = rng.uniform(0.0, 1.0, size=(n_domains, 2)) * np.array([1500.0, 1000.0])
+    from scipy.spatial import cKDTree
+
+    domain = cKDTree(centres).query(xy)[1]
+    m = max(1, int(round(density * n_genes)))
+    log_rate = rng.normal(0.0, 1.0, size=(n_domains, n_genes))
+    markers = rng.choice(n_genes, size=max(n_domains, n_genes // 20), replace=False)
+    log_rate[np.arange(len(markers)) % n_domains, markers] += 2.0
+    rows_all, cols_all, vals_all = [], [], []
+    for k in range(n_domains):
+        rows = np.flatnonzero(domain == k)
+        p = np.exp(log_rate[k])
+        p /= p.sum()
+        cols = rng.choice(n_genes, size=(len(rows), m), p=p)  # (n_k, m) with replacement; duplicates are summed
+        rows_all.append(np.repeat(rows, m))
+        cols_all.append(cols.ravel())
+        vals_all.append((1.0 + rng.poisson(np.exp(log_rate[k][cols]))).ravel())
+    x = sp.csr_matrix((np.concatenate(vals_all).astype(np.float32), (np.concatenate(rows_all),
+                                                                    np.concatenate(cols_all))),
+                      shape=(n_spots, n_genes))
+    x.sum_duplicates()
+    obs = pd.DataFrame({"domain": pd.Categorical([f"D{d}" for d in domain])}, index=[f"spot{i}" for i in range(n_spots)])
+    a = ad.AnnData(X=x, obs=obs, var=pd.DataFrame(index=[f"gene{j}" for j in range(n_genes)]))
+    a.obsm["spatial"] = xy
+    return a
 
 
 def holdout_spots(n_spots: int, *, frac: float = 0.2, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
