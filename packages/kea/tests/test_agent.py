@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 from kea import KEA
-from kea.envs import DeepSea, GridNav
+from kea.agent import KEAGateWarning
+from kea.envs import DeepSea, GridNav, make_vec_env
 from kea.sac import KEAConfigError
 from kea.variants import make_agent
 
@@ -22,16 +23,16 @@ def _same(a, b):
     return all(torch.equal(x, y) for x, y in zip(a, b))
 
 
-def test_infinite_threshold_reduces_to_rnd_sac_exactly():
+@pytest.mark.parametrize("replay", [dict(per=False, standard_update="always"), dict(per=True, standard_update="never")])
+def test_infinite_threshold_reduces_to_rnd_sac_exactly(replay):
     n = 4
-    kea = make_agent("KEA-RND", DeepSea(size=n), switch_threshold=math.inf, standard_update="always", beta_e=n,
-                     seed=3, **SMALL)
-    rnd = make_agent("RND-SAC", DeepSea(size=n), beta_e=n, seed=3, **SMALL)
+    kea = make_agent("KEA-RND", DeepSea(size=n), switch_threshold=math.inf, beta_e=n, seed=3, **SMALL, **replay)
+    rnd = make_agent("RND-SAC", DeepSea(size=n), beta_e=n, seed=3, per=replay["per"], **SMALL)
     kea.learn(160)
     rnd.learn(160)
     assert kea.n_critic_updates > 30 and not any(kea.trace.switched)
-    # the standard module was trained (so the equivalence is not vacuous) ...
-    assert "standard/critic" in kea.last_losses
+    # with uniform replay the standard module was trained (so the equivalence is not vacuous) ...
+    assert ("standard/critic" in kea.last_losses) == (replay["standard_update"] == "always")
     # ... yet actions, stored data, losses and A^SAC's weights are identical to RND-SAC's
     np.testing.assert_array_equal(kea.buffer.actions[:160], rnd.buffer.actions[:160])
     np.testing.assert_array_equal(kea.buffer.rewards[:160], rnd.buffer.rewards[:160])
@@ -48,20 +49,59 @@ def test_minus_infinite_threshold_always_uses_standard():
 
 
 def test_behaviour_action_comes_from_the_flagged_module():
-    ag = make_agent("KEA-RND", DeepSea(size=5), seed=0, **SMALL)
-    obs = np.zeros(25, np.float32)
-    obs[0] = 1
-    for flag, module in ((True, ag.standard), (False, ag.sac)):
-        for _ in range(20):
-            ag._flag = flag
-            state = module.generator.get_state()
-            a, _ = ag._behaviour(obs)
-            module.generator.set_state(state)
-            expect, _ = module.act(torch.as_tensor(obs)[None])
-            assert a == int(expect[0])
-    # and the per-step flag is exactly z(s_{t+1}) > σ: switching fraction ~ fraction of such states
-    ag.learn(80)
-    assert 0.0 <= float(np.mean(ag.trace.switched)) <= 1.0
+    ag = make_agent("KEA-RND", make_vec_env(lambda: DeepSea(size=5), num_envs=4), seed=0, **SMALL)
+    obs = np.zeros((4, 25), np.float32)
+    obs[:, 0] = 1
+    flags = np.array([True, False, True, False])
+    for _ in range(10):
+        ag._flags = flags.copy()
+        s_sac, s_std = ag.sac.generator.get_state(), ag.standard.generator.get_state()
+        a = ag._behaviour(obs)
+        ag.sac.generator.set_state(s_sac)
+        ag.standard.generator.set_state(s_std)
+        a_sac, _ = ag.sac.act(torch.as_tensor(obs))
+        a_std, _ = ag.standard.act(torch.as_tensor(obs))
+        np.testing.assert_array_equal(a, np.where(flags, a_std.numpy(), a_sac.numpy()))
+    # negative control: with no flag set every action is A^SAC's
+    ag._flags[:] = False
+    s_sac = ag.sac.generator.get_state()
+    a = ag._behaviour(obs)
+    ag.sac.generator.set_state(s_sac)
+    np.testing.assert_array_equal(a, ag.sac.act(torch.as_tensor(obs))[0].numpy())
+
+
+@pytest.mark.parametrize("variant,switch_on", [("KEA-RND", "intrinsic"), ("KEA-NovelD", "intrinsic"),
+                                               ("KEA-NovelD", "rnd")])
+def test_switch_happens_exactly_where_the_signal_exceeds_sigma(variant, switch_on):
+    ag = make_agent(variant, DeepSea(size=5), switch_on=switch_on, seed=0, **SMALL)
+    ag.learn(400)
+    ls = SMALL["learning_starts"]
+    sig, sw = np.array(ag.trace.signal[ls:]), np.array(ag.trace.switched[ls:])
+    ok = ~np.isnan(sig)
+    np.testing.assert_array_equal(sw[ok], sig[ok] > 1.0)
+    assert not sw[~ok].any() and 0 < sw.sum() < len(sw)  # both modules acted: the check is not vacuous
+    # negative control: σ = +∞ never switches on the same stream
+    ag2 = make_agent(variant, DeepSea(size=5), switch_on=switch_on, switch_threshold=math.inf, seed=0, **SMALL)
+    ag2.learn(400)
+    assert not any(ag2.trace.switched)
+
+
+def test_kea_noveld_switches_on_its_noveld_reward_not_on_rnd_novelty():
+    """The signal of the default KEA-NovelD is r_NovelD(s, s') of the transition; switch_on='rnd' gives z(s')."""
+    env = DeepSea(size=5)
+    for switch_on in ("intrinsic", "rnd"):
+        ag = make_agent("KEA-NovelD", env, switch_on=switch_on, seed=0, **SMALL)
+        ag.learn(100)
+        obs, nxt, fv = np.eye(25, dtype=np.float32)[[0, 5]], np.eye(25, dtype=np.float32)[[6, 11]], torch.ones(2)
+        e_next, e_cur = ag._errors(nxt), ag._errors(obs)
+        z = ag.rnd.normalise(e_next, update=False)
+        nd = ag.rnd.noveld(e_next, e_cur, fv, alpha=0.5, update=False)
+        sig = ag.switch_signal(e_next, e_cur, fv, update=False)
+        assert not torch.allclose(z, nd)  # the two candidate signals differ here, so the choice is visible
+        expect = nd if switch_on == "intrinsic" else z
+        assert torch.equal(sig, expect)
+    # a repeated state (first_visit = 0) has NovelD reward 0: it can never trigger the NovelD switch
+    assert torch.equal(ag.rnd.noveld(e_next, e_cur, torch.zeros(2), update=False), torch.zeros(2))
 
 
 def test_standard_target_does_not_depend_on_intrinsic_reward(monkeypatch):
@@ -76,14 +116,12 @@ def test_standard_target_does_not_depend_on_intrinsic_reward(monkeypatch):
     b._update()
     assert a.last_losses["standard/critic"] == b.last_losses["standard/critic"]
     assert a.last_losses["sac/critic"] != b.last_losses["sac/critic"]
-    # gradient of the standard module's critic loss w.r.t. r_int is zero (r_int does not enter y_B)
-    data, fv = a.buffer.sample_with(16, np.random.default_rng(0))
-    r_int = torch.zeros(16, requires_grad=True)
-    obs, nobs = data.observations, data.next_observations
-    y_b = a.standard.target(a.beta_e * data.rewards.reshape(-1), nobs, data.dones.reshape(-1))
-    loss_b = a.standard.critic_loss(obs, data.actions.reshape(-1), y_b) + 0.0 * r_int.sum()
-    (g,) = torch.autograd.grad(loss_b, r_int)
-    assert torch.equal(g, torch.zeros(16))
+    # the rewards _update feeds the modules: ∂r_B/∂r_int = 0 (not connected), ∂r_SAC/∂r_int = β_i (control)
+    r_ext, r_int = torch.randn(16), torch.randn(16, requires_grad=True)
+    rew = a.module_rewards(r_ext, r_int)
+    assert not rew["standard"].requires_grad  # r_B has no autograd path from r_int at all
+    (g_s,) = torch.autograd.grad(rew["sac"].sum(), r_int)
+    assert torch.equal(g_s, torch.full((16,), a.beta_i))
 
 
 def test_standard_module_frozen_before_first_success_then_opens():
@@ -130,11 +168,13 @@ def test_determinism_same_seed_same_run():
 def test_truncation_is_not_termination_in_the_buffer():
     ag = make_agent("RND-SAC", GridNav(size=6, max_steps=5), seed=0, **SMALL)
     ag.learn(40)
-    dones = ag.buffer.dones[:40, 0]
+    dones = ag.buffer.dones[:40]
     assert dones.sum() == 0  # 5-step episodes can never reach the goal 10 moves away: all truncated, none terminated
     ag2 = make_agent("SAC", DeepSea(size=4), seed=0, **SMALL)
     ag2.learn(40)
-    np.testing.assert_array_equal(ag2.buffer.dones[:40, 0], np.tile([0, 0, 0, 1], 10))
+    np.testing.assert_array_equal(ag2.buffer.dones[:40], np.tile([0, 0, 0, 1], 10))
+    # the stored s' of a terminal transition is the true final observation (all zeros), not the next reset state
+    assert not ag2.buffer.next_observations[3].any() and ag2.buffer.observations[4][0] == 1
 
 
 def test_continuous_kea_on_mountaincar_and_sb3_evaluate_policy():
@@ -196,3 +236,92 @@ def test_bad_spaces_and_observation_shape():
         KEA(DeepSea(size=4), standard_module=False, **SMALL).predict(np.zeros(16, np.float32), module="standard")
     with pytest.raises(ValueError, match="variant"):
         make_agent("DQN", DeepSea(size=4))
+
+
+class NegativeReward(gym.Env):
+    """3 steps, reward −1 per step, +2 on the last step if every action was 1: returns −1 (success) or −3 …−1.
+    Reports no ``is_success``: only a return threshold can detect success."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, shape=(4,), dtype=np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.ok = 0, True
+        return np.eye(4, dtype=np.float32)[0], {}
+
+    def step(self, a):
+        self.ok = self.ok and int(a) == 1
+        self.t += 1
+        r = -1.0 + (2.0 if self.t == 3 and self.ok else 0.0)
+        return np.eye(4, dtype=np.float32)[self.t], r, self.t == 3, False, {}
+
+
+def test_success_gate_threshold_opens_on_negative_reward_tasks_positive_return_does_not():
+    kw = dict(SMALL, switch_threshold=-math.inf, seed=0)
+    ag = make_agent("KEA-RND", NegativeReward(), success_threshold=-1.5, **kw)
+    before = _params(ag.standard)
+    ag.learn(300)
+    k = ag.trace.first_success_episode
+    assert k is not None and ag.trace.episode_returns[k - 1] == -1.0
+    assert all(r < -1.5 for r in ag.trace.episode_returns[:k - 1])  # opens at the FIRST success, not before
+    assert ag.gate_open and ag.trace.gate_open_step == ag.trace.episode_ends[k - 1]
+    assert not _same(before, ag.standard.parameters())
+    # negative control: the released positive-return check never opens here (returns are all < 0) and warns
+    ag2 = make_agent("KEA-RND", NegativeReward(), success_gate="positive_return", **kw)
+    before2 = _params(ag2.standard)
+    with pytest.warns(KEAGateWarning, match="has not opened"):
+        ag2.learn(300)
+    assert not ag2.gate_open and _same(before2, ag2.standard.parameters())
+    assert any(r == -1.0 for r in ag2.trace.episode_returns)  # successes happened, the gate did not see them
+
+
+def test_success_gate_reads_is_success_from_the_env():
+    # DeepSea reports is_success (the +1 was collected); a threshold above every return cannot override it
+    ag = make_agent("KEA-RND", DeepSea(size=2), beta_e=2, success_threshold=5.0, seed=0, **SMALL)
+    ag.learn(120)
+    k = ag.trace.first_success_episode
+    assert k is not None and ag.trace.episode_returns[k - 1] == pytest.approx(0.99)
+    assert ag.trace.episode_success[k - 1] and not any(ag.trace.episode_success[:k - 1])
+
+
+def test_shared_buffer_holds_both_modules_transitions_and_one_minibatch_trains_both(monkeypatch):
+    venv = make_vec_env(lambda: DeepSea(size=4), num_envs=4)
+    ag = make_agent("KEA-RND", venv, standard_update="always", switch_threshold=0.0, beta_e=4, seed=0, **SMALL)
+    ag.learn(400)
+    n = ag.buffer.size()
+    assert n == ag.num_timesteps == 400  # every transition of every env stored once
+    by_std = ag.buffer.by_standard[:n]
+    assert by_std.sum() == sum(ag.trace.switched) and 0 < by_std.sum() < n  # both modules' actions are in it
+    # one update draws ONE minibatch and both modules' critic losses see exactly those transitions
+    seen = []
+    for name in ("sac", "standard"):
+        m = getattr(ag, name)
+        orig = m.critic_loss_td
+
+        def spy(obs, actions, y, w, _orig=orig, _name=name):
+            seen.append((_name, obs.clone()))
+            return _orig(obs, actions, y, w)
+
+        monkeypatch.setattr(m, "critic_loss_td", spy)
+    calls = []
+    orig_sample = ag.buffer.sample
+    monkeypatch.setattr(ag.buffer, "sample", lambda *a, **k: calls.append(1) or orig_sample(*a, **k))
+    ag._update()
+    assert len(calls) == 1 and [s[0] for s in seen] == ["sac", "standard"]
+    assert torch.equal(seen[0][1], seen[1][1])
+    assert torch.equal(seen[0][1], torch.as_tensor(ag.buffer.observations[ag.last_batch_indices]))
+    # negative control: RND-SAC has no standard module, so nothing in its buffer was acted by one
+    rnd = make_agent("RND-SAC", make_vec_env(lambda: DeepSea(size=4), num_envs=4), seed=0, **SMALL)
+    rnd.learn(200)
+    assert not rnd.buffer.by_standard[:200].any()
+
+
+def test_update_schedule_counts_transitions_over_parallel_envs():
+    kw = dict(SMALL, train_freq=16, gradient_steps=8, learning_starts=64)
+    ag = make_agent("RND-SAC", make_vec_env(lambda: DeepSea(size=4), num_envs=4), seed=0, **kw)
+    ag.learn(256)
+    assert ag.num_timesteps == 256 and ag.n_critic_updates == 8 * (256 - 64) // 16 + 8  # from transition 64 on
+    one = make_agent("RND-SAC", DeepSea(size=4), seed=0, **kw)
+    one.learn(256)
+    assert one.n_critic_updates == ag.n_critic_updates  # same ratio, 8 per 16 transitions, with 1 or 4 envs

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from icml25.testing import python_module, run_cli
 from kea.cli import main
 from kea.registry import METHOD
@@ -56,3 +57,20 @@ def test_reproduce_smoke(tmp_path):
     assert any(name.startswith("Learning rate chosen on validation") for name in data["tables"])
     for f in data["figures"]:
         assert (tmp_path / "r" / f).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["deepsea-large", "continuous"])
+def test_reproduce_smoke_other_tasks(tmp_path, task):
+    from icml25.claims import validate_results
+
+    res = run_cli(main, ["reproduce", "--smoke", "--task", task, "--out", str(tmp_path / "r"), "--quiet"])
+    assert res.returncode == 0, res.stderr
+    data = json.loads((tmp_path / "r" / "results.json").read_text())
+    validate_results(data)
+    assert all(c["kind"] == "paper" for c in data["claims"]) and data["claims"]
+
+
+def test_reproduce_unknown_task_is_refused(tmp_path):
+    res = run_cli(main, ["reproduce", "--smoke", "--task", "atari", "--out", str(tmp_path / "r")])
+    assert res.returncode == 2 and not (tmp_path / "r").exists()

@@ -107,14 +107,64 @@ def test_ema_running_mean_std():
 
 
 def test_noveld_closed_form():
-    n_next, n_cur = torch.tensor([3.0, 1.0, 3.0, 10.0]), torch.tensor([2.0, 4.0, 2.0, 0.0])
+    e_next, e_cur = torch.tensor([3.0, 1.0, 3.0, 10.0]), torch.tensor([2.0, 4.0, 2.0, 0.0])
     fv = torch.tensor([1.0, 1.0, 0.0, 1.0])
-    r = noveld_reward(n_next, n_cur, fv, alpha=0.5, clip=2.0)
-    _close(r, torch.tensor([2.0, 0.0, 0.0, 2.0]))
-    r = noveld_reward(n_next, n_cur, fv, alpha=0.5, clip=100.0)
-    _close(r, torch.tensor([2.0, 0.0, 0.0, 10.0]))
+    stats = EMARunningMeanStd(momentum=0.9)
+    stats.mean, stats.var, stats.count = np.float64(1.0), np.float64(4.0), 10  # μ_d = 1, σ_d = 2
+    # d = max(e' − 0.5 e, 0) = [2, 0, 2, 10]; z = (d − 1)/2 = [0.5, −0.5, 0.5, 4.5] clipped at 2; times first visit
+    r = noveld_reward(e_next, e_cur, fv, alpha=0.5, stats=stats, clip=2.0)
+    _close(r, torch.tensor([0.5, -0.5, 0.0, 2.0]))
+    r = noveld_reward(e_next, e_cur, fv, alpha=0.5, stats=stats, clip=100.0)
+    _close(r, torch.tensor([0.5, -0.5, 0.0, 4.5]))
+    # α = 0: NovelD reduces to the normalised novelty of s' (RND's z with NovelD's statistics)
+    _close(noveld_reward(e_next, e_cur, torch.ones(4), alpha=0.0, stats=stats, clip=100.0), (e_next - 1.0) / 2.0)
     with pytest.raises(ValueError, match="noveld_alpha"):
-        noveld_reward(n_next, n_cur, fv, alpha=1.5)
+        noveld_reward(e_next, e_cur, fv, alpha=1.5, stats=stats)
+
+
+def _filled_buffer(alpha, prioritized=True, n=50):
+    from kea.buffer import PrioritizedReplayBuffer
+
+    buf = PrioritizedReplayBuffer(64, 3, alpha=alpha, prioritized=prioritized)
+    obs = np.zeros((n, 3), np.float32)
+    buf.add(obs, obs, np.zeros(n, np.int64), np.zeros(n, np.float32), np.zeros(n, bool), np.ones(n, bool),
+            np.zeros(n, bool))
+    pri = np.full(n, 0.01)
+    pri[7] = 100.0  # one transition with a large TD error
+    buf.update_priorities(np.arange(n), pri)
+    return buf
+
+
+def _draw(buf, n, *, beta):
+    rng = np.random.default_rng(0)
+    out = [buf.sample(40, rng, beta=beta) for _ in range(n // 40)]  # with replacement, 40 ≤ the 50 stored
+    return np.concatenate([o[0] for o in out]), np.concatenate([o[2] for o in out])
+
+
+def test_per_uniform_when_alpha_zero_and_proportional_otherwise():
+    uni = _filled_buffer(0.0)
+    np.testing.assert_allclose(uni.probabilities(), np.full(50, 1 / 50))
+    idx, w = _draw(uni, 4000, beta=0.4)
+    assert np.all(w == 1.0) and abs(np.mean(idx == 7) - 1 / 50) < 0.015
+    # negative control: α = 0.6 samples the large-error transition far more often, with smaller IS weights
+    per = _filled_buffer(0.6)
+    p = per.probabilities()
+    assert p[7] == pytest.approx((100 + 1e-6) ** 0.6 / ((100 + 1e-6) ** 0.6 + 49 * (0.01 + 1e-6) ** 0.6))
+    idx, w = _draw(per, 4000, beta=0.4)
+    assert abs(np.mean(idx == 7) - p[7]) < 0.03 and np.mean(idx == 7) > 0.5
+    assert np.all(w <= 1.0)
+    for _ in range(20):  # per batch (weights are normalised by the batch maximum): the frequent one weighs less
+        bi, _, bw = per.sample(40, np.random.default_rng(_), beta=0.4)
+        assert bw.max() == 1.0
+        if (bi == 7).any() and (bi != 7).any():
+            assert np.all(bw[bi == 7] < bw[bi != 7].min())
+    # β = 1 weights are exactly (n P)^-1 / max; new transitions enter with the largest priority seen
+    idx, _, w = per.sample(40, np.random.default_rng(1), beta=1.0)
+    raw = (50 * p[idx]) ** -1.0
+    np.testing.assert_allclose(w, raw / raw.max(), rtol=1e-5)
+    per.add(np.zeros((1, 3), np.float32), np.zeros((1, 3), np.float32), np.zeros(1, np.int64), np.zeros(1),
+            np.zeros(1, bool), np.ones(1, bool), np.zeros(1, bool))
+    assert per.probabilities()[50] == pytest.approx(per.probabilities()[7], rel=1e-6)
 
 
 def test_module_bad_inputs():

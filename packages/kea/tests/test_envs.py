@@ -94,3 +94,48 @@ def test_gym_make_registration_and_gridnav():
     for _ in range(3):
         _, r, term, trunc, _ = g3.step(0)
     assert r == 0.0 and not term and trunc
+
+
+def test_sparse_mountaincar_rewards_only_the_flag():
+    from kea.envs import SparseMountainCar
+
+    env = SparseMountainCar(max_episode_steps=300)
+    env.reset(seed=0)
+    total, info, done = 0.0, {}, False
+    while not done:  # full throttle to the left: never reaches the flag, so every reward is 0 (no action cost)
+        _, r, term, trunc, info = env.step(np.array([-1.0], np.float32))
+        total += r
+        done = term or trunc
+    assert total == 0.0 and trunc and not info["is_success"]
+    # a bang-bang policy (push along the velocity) reaches the flag: reward 1 exactly once, success, terminated
+    obs, _ = env.reset(seed=0)
+    rewards = []
+    for _ in range(300):
+        obs, r, term, trunc, info = env.step(np.array([1.0 if obs[1] >= 0 else -1.0], np.float32))
+        rewards.append(r)
+        if term or trunc:
+            break
+    assert term and rewards[-1] == 1.0 and sum(rewards) == 1.0 and info["is_success"]
+    with pytest.raises(ValueError, match="max_episode_steps"):
+        SparseMountainCar(max_episode_steps=0)
+
+
+def test_sparse_reacher_reward_is_the_radius_indicator():
+    pytest.importorskip("mujoco")
+    from kea.envs import SparseReacher
+
+    env = SparseReacher(radius=0.02)
+    env.reset(seed=0)
+    hit = False
+    for _ in range(50):
+        _, r, term, trunc, info = env.step(env.action_space.sample())
+        assert r == float(info["distance"] < 0.02)
+        hit = hit or r == 1.0
+        assert info["is_success"] == hit
+        if term or trunc:
+            break
+    # a huge radius makes every step a success (control)
+    big = SparseReacher(radius=10.0)
+    big.reset(seed=0)
+    _, r, *_ = big.step(big.action_space.sample())
+    assert r == 1.0

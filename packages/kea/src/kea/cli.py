@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, run_reproduce
 
 from kea.registry import METHOD
 
@@ -16,10 +16,11 @@ from kea.registry import METHOD
 class TrainConfig(BaseOptions):
     """Train one agent (KEA or a baseline) on one task and save it to the run directory."""
 
-    task: Literal["deepsea", "gridnav", "mountaincar"] = "deepsea"
-    """Environment: bsuite-exact DeepSea, the 2-D grid navigation task, or MountainCarContinuous-v0."""
+    task: Literal["deepsea", "gridnav", "mountaincar", "sparse-mountaincar", "sparse-reacher"] = "deepsea"
+    """Environment: bsuite-exact DeepSea, the 2-D grid navigation task, MountainCarContinuous-v0, its sparse variant
+    (reward 1 only at the flag) or sparse MuJoCo Reacher (extra kea[mujoco])."""
     size: int = 8
-    """DeepSea N or grid side length (ignored for mountaincar)."""
+    """DeepSea N, grid side length or SparseMountainCar episode length (ignored for mountaincar, sparse-reacher)."""
     variant: Literal["KEA-RND", "KEA-NovelD", "RND-SAC", "NovelD-SAC", "SAC"] = "KEA-RND"
     """Agent: KEA with RND/NovelD, or the baselines (novelty-augmented SAC without the switch, plain SAC)."""
     steps: int = 4000
@@ -63,7 +64,7 @@ def _agent_kwargs(cfg: TrainConfig) -> dict:
               learning_starts=cfg.learning_starts, train_freq=cfg.train_freq, gradient_steps=cfg.gradient_steps,
               hidden=(cfg.hidden, cfg.hidden), batch_size=cfg.batch_size,
               buffer_size=max(cfg.steps, cfg.batch_size))
-    if cfg.task != "mountaincar":
+    if cfg.task in ("deepsea", "gridnav"):
         kw["alpha"] = cfg.alpha
     if cfg.beta_e is not None:
         kw["beta_e"] = cfg.beta_e
@@ -138,6 +139,34 @@ def evaluate(cfg: EvaluateConfig) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class KeaReproduceOptions(ReproduceOptions):
+    """Run KEA and its baselines side by side and measure the paper's claims."""
+
+    task: Literal["main", "deepsea-large", "continuous"] = "main"
+    """main: DeepSea N=10 + cost per size (the committed full run); deepsea-large: DeepSea N=14 and 20 (longer);
+    continuous: SparseMountainCar with continuous SAC modules (longer)."""
+
+
+def reproduce_command(opts: KeaReproduceOptions) -> int:
+    from icml25.registry import default_out
+
+    out = opts.out if opts.out is not None else default_out(METHOD.name)
+
+    class _Method:
+        name, title, venue, url = METHOD.name, METHOD.title, METHOD.venue, METHOD.url
+
+        @staticmethod
+        def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int):
+            from kea.reproduce import reproduce
+
+            return reproduce(quick=quick, smoke=smoke, out=out, seed=seed, task=opts.task)
+
+    run_reproduce(_Method, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed, overwrite=opts.overwrite,
+                  quiet=opts.quiet, device="cpu")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     return method_main(METHOD, {"train": (TrainConfig, train), "evaluate": (EvaluateConfig, evaluate),
-                                "reproduce": (ReproduceOptions, reproduce_command(METHOD))}, argv=argv)
+                                "reproduce": (KeaReproduceOptions, reproduce_command)}, argv=argv)

@@ -10,12 +10,18 @@
 * :class:`GridNav` — the paper's 2-D grid navigation task: a ``size × size`` open room, 4 actions, start in a corner,
   sparse +1 (and termination) at the opposite corner, truncation after ``max_steps``.
 
-Both are registered with gymnasium as ``kea/DeepSea-v0`` and ``kea/GridNav-v0`` when this module is imported
+* :class:`SparseMountainCar` and :class:`SparseReacher` — sparse continuous control in the spirit of the paper's
+  sparse DMC tasks: MountainCarContinuous with reward 1 only at the flag, and MuJoCo Reacher (extra ``kea[mujoco]``)
+  with reward 1 only within 0.02 of the target.
+
+``info["is_success"]`` says whether the step reached the goal (KEA's success gate reads it).
+:func:`make_vec_env` builds the parallel environments KEA learns from. Both envs are registered with gymnasium as ``kea/DeepSea-v0`` and ``kea/GridNav-v0`` when this module is imported
 (``gymnasium.make("kea.envs:kea/DeepSea-v0", size=10)`` imports it for you).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -88,7 +94,9 @@ class DeepSea(gym.Env):
             self.column = max(self.column - 1, 0)
         self.row += 1
         terminated = self.row == self.size
-        return self._obs(), float(reward), terminated, False, {"row": self.row, "column": self.column}
+        success = bool(terminated and reward > 0.5)  # the +1 was collected: return 0.99, the optimum
+        return self._obs(), float(reward), terminated, False, {"row": self.row, "column": self.column,
+                                                               "is_success": success}
 
     def state_id(self, obs: np.ndarray) -> int:
         """Index of the one-hot cell (``size*size`` for the all-zero terminal observation)."""
@@ -156,11 +164,68 @@ class GridNav(gym.Env):
         self.t += 1
         terminated = self.pos == self.goal
         truncated = (not terminated) and self.t >= self.max_steps
-        return self._obs(), float(terminated), terminated, truncated, {"cell": self.pos}
+        return self._obs(), float(terminated), terminated, truncated, {"cell": self.pos, "is_success": terminated}
+
+
+class SparseMountainCar(gym.Wrapper):
+    """Sparse continuous control (a stand-in for the paper's sparse DMC tasks): gymnasium's
+    ``MountainCarContinuous-v0`` with reward 1 on reaching the flag (``terminated``) and 0 otherwise — no action
+    cost, so a return is either 0 or 1 — and ``info["is_success"]``. Truncation after ``max_episode_steps`` (500)."""
+
+    def __init__(self, *, max_episode_steps: int = 500) -> None:
+        bad = isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, (int, np.integer))
+        if bad or max_episode_steps < 1:
+            raise ValueError(f"max_episode_steps must be an integer >= 1, got {max_episode_steps!r}")
+        super().__init__(gym.make("MountainCarContinuous-v0", max_episode_steps=int(max_episode_steps)))
+
+    def step(self, action):
+        obs, _, terminated, truncated, info = self.env.step(action)
+        info = dict(info, is_success=bool(terminated))
+        return obs, float(terminated), terminated, truncated, info
+
+
+class SparseReacher(gym.Wrapper):
+    """Sparse ``Reacher-v5`` (MuJoCo; extra ``kea[mujoco]``): reward 1 while the fingertip is within ``radius``
+    (0.02) of the target, else 0; ``info["is_success"]``: the fingertip has been within the radius at some step of
+    the episode so far (so the last step's flag tells whether the episode succeeded); 50-step episodes."""
+
+    def __init__(self, *, radius: float = 0.02) -> None:
+        if not (radius > 0):
+            raise ValueError(f"radius must be > 0, got {radius!r}")
+        try:
+            env = gym.make("Reacher-v5")
+        except (ImportError, gym.error.DependencyNotInstalled) as e:  # pragma: no cover - depends on the extra
+            raise ImportError("SparseReacher needs MuJoCo: pip install 'kea[mujoco]'") from e
+        super().__init__(env)
+        self.radius = float(radius)
+        self._hit = False
+
+    def reset(self, **kwargs):
+        self._hit = False
+        return self.env.reset(**kwargs)
+
+    def step(self, action):
+        obs, _, terminated, truncated, info = self.env.step(action)
+        dist = -float(info["reward_dist"])  # gymnasium's reward_dist = −‖fingertip − target‖
+        hit = dist < self.radius
+        self._hit = self._hit or hit
+        return obs, float(hit), terminated, truncated, dict(info, is_success=self._hit, distance=dist)
+
+
+def make_vec_env(make: Callable[[], gym.Env], *, num_envs: int = 4) -> gym.vector.SyncVectorEnv:
+    """``num_envs`` copies of ``make()`` in a ``SyncVectorEnv`` with ``autoreset_mode=SAME_STEP`` (what
+    :class:`kea.KEA` needs: the true final observation of every finished episode is in ``info["final_obs"]``).
+    The paper runs 4 environments in parallel."""
+    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
+    return gym.vector.SyncVectorEnv([make for _ in range(int(num_envs))],
+                                    autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
 def _register() -> None:
-    for env_id, entry in (("kea/DeepSea-v0", "kea.envs:DeepSea"), ("kea/GridNav-v0", "kea.envs:GridNav")):
+    for env_id, entry in (("kea/DeepSea-v0", "kea.envs:DeepSea"), ("kea/GridNav-v0", "kea.envs:GridNav"),
+                          ("kea/SparseMountainCar-v0", "kea.envs:SparseMountainCar"),
+                          ("kea/SparseReacher-v0", "kea.envs:SparseReacher")):
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=entry)
 

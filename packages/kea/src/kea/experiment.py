@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-TASKS = ("deepsea", "gridnav", "mountaincar")
+TASKS = ("deepsea", "gridnav", "mountaincar", "sparse-mountaincar", "sparse-reacher")
+SUCCESS_RETURN = {"sparse-mountaincar": 1.0, "sparse-reacher": 1.0}
+"""Greedy return that counts as solved on the sparse continuous tasks (DeepSea: its optimum 0.99)."""
 
 
 def make_env(task: str, *, size: int = 10, seed: int = 0, mapping_seed: int = 42):
@@ -30,6 +32,14 @@ def make_env(task: str, *, size: int = 10, seed: int = 0, mapping_seed: int = 42
         return GridNav(size=size, seed=seed)
     if task == "mountaincar":
         return gym.make("MountainCarContinuous-v0")
+    if task == "sparse-mountaincar":  # size = episode length
+        from kea.envs import SparseMountainCar
+
+        return SparseMountainCar(max_episode_steps=size)
+    if task == "sparse-reacher":
+        from kea.envs import SparseReacher
+
+        return SparseReacher()
     raise ValueError(f"task must be one of {TASKS}, got {task!r}")
 
 
@@ -48,49 +58,61 @@ def greedy_return(agent, env, *, module: str, episodes: int = 1, seed: int = 10_
 
 
 def run_variant(*, task: str, variant: str, seed: int, size: int, steps: int, agent_kwargs: dict[str, Any],
-                eval_every: int, eval_episodes: int = 1, stop_when_solved: bool = False,
-                entropy_window: int | None = None, mapping_seed: int = 42) -> dict[str, Any]:
-    """Train ``variant`` for ``steps`` env steps; evaluate greedily every ``eval_every`` episodes.
+                eval_every: int, eval_episodes: int = 1, stop_when_solved: bool = False, mapping_seed: int = 42,
+                num_envs: int = 1) -> dict[str, Any]:
+    """Train ``variant`` for ``steps`` transitions on ``num_envs`` parallel copies of the task; evaluate both modules
+    greedily every ``eval_every`` episodes.
 
-    Returns a JSON-able dict: per-episode returns, eval curve ``[(episode, return_sac, return_std_or_nan)]``, first
-    success episode, unique/visited-state ratios, entropy in high-novelty states, switch fraction, steps/s.
+    Returns a JSON-able dict: eval curve ``[(episode, return_sac, return_std_or_nan)]``, coverage curve
+    ``[(episode, distinct states so far)]``, the episode at which a greedy module first reached the optimum
+    (``solved_episode``), first successful episode, gate-open step, switch fraction, steps/s.
     ``stop_when_solved`` ends a DeepSea run once the greedy policy is optimal (later curve points repeat the last).
     """
+    import warnings
+
     import torch
     from icml25.seeding import seed_everything
 
-    from kea import metrics
+    from kea.agent import KEAGateWarning
+    from kea.envs import make_vec_env
     from kea.variants import make_agent
 
+    warnings.simplefilter("ignore", KEAGateWarning)  # the gate is reported in the results instead
     torch.set_num_threads(1)
     seed_everything(seed)
-    env = make_env(task, size=size, seed=seed, mapping_seed=mapping_seed)
+    venv = make_vec_env(lambda: make_env(task, size=size, seed=seed, mapping_seed=mapping_seed), num_envs=num_envs)
     eval_env = make_env(task, size=size, seed=seed + 1, mapping_seed=mapping_seed)
     t0 = time.perf_counter()
     if task == "mountaincar" and variant == "SAC":
-        return _run_sb3_sac(env, eval_env, seed=seed, steps=steps, agent_kwargs=agent_kwargs,
+        return _run_sb3_sac(make_env(task), eval_env, seed=seed, steps=steps, agent_kwargs=agent_kwargs,
                             eval_every=eval_every, eval_episodes=eval_episodes)
     kw = dict(agent_kwargs)
     if task == "deepsea":
         kw.setdefault("beta_e", float(size))
-    agent = make_agent(variant, env, seed=seed, **kw)
+    kw.setdefault("per_beta_steps", int(steps))
+    agent = make_agent(variant, venv, seed=seed, **kw)
     curve: list[list[float]] = []
+    coverage: list[list[int]] = []
     solved_at: list[int | None] = [None]
-    optimum = env.optimal_return if task == "deepsea" else None
+    next_eval = [eval_every]
+    optimum = eval_env.optimal_return if task == "deepsea" else SUCCESS_RETURN.get(task)
 
     def cb(ag) -> None:
         n_ep = len(ag.trace.episode_returns)
-        if n_ep % eval_every:
+        if n_ep < next_eval[0]:
             return
+        next_eval[0] += eval_every
         r_sac = greedy_return(ag, eval_env, module="sac", episodes=eval_episodes)
         r_std = (greedy_return(ag, eval_env, module="standard", episodes=eval_episodes)
                  if ag.standard is not None else math.nan)
         curve.append([n_ep, r_sac, r_std])
-        if optimum is not None and solved_at[0] is None and max(r_sac, -1 if math.isnan(r_std) else r_std) >= optimum - 1e-6:
+        coverage.append([n_ep, ag.trace.distinct_states[-1]])
+        best = max(r_sac, -1.0 if math.isnan(r_std) else r_std)
+        if optimum is not None and solved_at[0] is None and best >= optimum - 1e-6:
             solved_at[0] = n_ep
 
     stopped = False
-    chunk = max(eval_every * (size if task == "deepsea" else 1), 1)
+    chunk = max(eval_every * (size if task in ("deepsea", "sparse-mountaincar") else 1), num_envs)
     while agent.num_timesteps < steps:
         agent.learn(min(chunk, steps - agent.num_timesteps), callback=cb)
         if stop_when_solved and solved_at[0] is not None:
@@ -98,30 +120,20 @@ def run_variant(*, task: str, variant: str, seed: int, size: int, steps: int, ag
             break
     seconds = time.perf_counter() - t0
     tr = agent.trace
-    n_states = {"deepsea": size * (size + 1) // 2 + size, "gridnav": size * size}.get(task)
-    learn_steps = max(agent.num_timesteps - agent.learning_starts, 0)
-    # unique-state ratio over the first k learning-phase states (after the shared random warm-up)
-    ls = min(agent.learning_starts, len(tr.state_keys) - 1)
-    k = entropy_window or (len(tr.state_keys) - ls)
-    out = {
+    learn_sw = tr.switched[agent.learning_starts:]
+    return {
         "task": task, "variant": variant, "seed": seed, "size": size, "mapping_seed": mapping_seed,
-        "lr": float(kw.get("lr", 3e-4)), "steps": agent.num_timesteps,
+        "num_envs": num_envs, "lr": float(kw.get("lr", 3e-4)), "steps": agent.num_timesteps,
         "stopped_early": stopped, "episodes": len(tr.episode_returns),
-        "episode_returns": [round(r, 4) for r in tr.episode_returns],
-        "curve": curve, "first_success_episode": tr.first_success_episode, "solved_episode": solved_at[0],
+        "curve": curve, "coverage": coverage, "distinct_states": len(agent._visited),
+        "first_success_episode": tr.first_success_episode, "solved_episode": solved_at[0],
         "gate_open_step": tr.gate_open_step,
-        "unique_state_ratio": metrics.unique_state_ratio(tr.state_keys[ls:], k),
-        "visited_state_ratio": metrics.visited_state_ratio(tr.state_keys, n_states) if n_states else None,
-        "entropy_high_novelty": metrics.entropy_in_high_novelty(tr.entropy, tr.high_novelty),
-        "switch_fraction": float(np.mean(tr.switched[agent.learning_starts:])) if learn_steps else 0.0,
+        "switch_fraction": float(np.mean(learn_sw)) if learn_sw else 0.0,
         "final_return_sac": greedy_return(agent, eval_env, module="sac", episodes=eval_episodes),
         "final_return_standard": (greedy_return(agent, eval_env, module="standard", episodes=eval_episodes)
                                   if agent.standard is not None and agent.gate_open else math.nan),
         "seconds": seconds, "steps_per_s": agent.num_timesteps / max(tr.seconds, 1e-9),
     }
-    out["final_return"] = (out["final_return_standard"] if not math.isnan(out["final_return_standard"])
-                           else out["final_return_sac"])
-    return out
 
 
 def _run_sb3_sac(env, eval_env, *, seed: int, steps: int, agent_kwargs: dict[str, Any], eval_every: int,
@@ -160,8 +172,8 @@ def _run_sb3_sac(env, eval_env, *, seed: int, steps: int, agent_kwargs: dict[str
         "task": "mountaincar", "variant": "SAC", "seed": seed, "size": 0, "steps": steps, "stopped_early": False,
         "episodes": len(returns), "episode_returns": returns, "curve": curve,
         "first_success_episode": next((i + 1 for i, r in enumerate(returns) if r > 0), None),
-        "solved_episode": None, "gate_open_step": None, "unique_state_ratio": math.nan,
-        "visited_state_ratio": None, "entropy_high_novelty": math.nan, "switch_fraction": 0.0,
+        "solved_episode": None, "gate_open_step": None, "coverage": [], "distinct_states": None,
+        "switch_fraction": 0.0,
         "final_return_sac": float(final), "final_return_standard": math.nan, "final_return": float(final),
         "seconds": seconds, "steps_per_s": steps / seconds,
     }

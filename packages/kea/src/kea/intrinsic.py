@@ -12,9 +12,15 @@ normalised with an exponential running mean/std (momentum m, :class:`EMARunningM
 ``z`` is KEA's switching statistic (the standard agent acts where ``z(s_{t+1}) > σ``) and RND's intrinsic reward.
 The statistics are updated only on the collected stream; minibatch recomputation reads them without updating.
 
-NovelD (Zhang et al., 2021): with the scale-normalised novelty ``n(s) = e(s) / (σ_e + 1e-8)``,
+NovelD (Zhang et al., 2021): the novelty difference of a transition, normalised like RND's reward by its own
+exponential running mean/std (statistics ``μ_d, σ_d``, updated on the collected stream only), then gated by the
+episodic first visit:
 
-    r_NovelD(s, s') = clip(max(n(s') − α n(s), 0), 0, c) · 1[s' first visited in this episode]     α = 0.5
+    d(s, s')        = max(e(s') − α e(s), 0)                                                    α = 0.5
+    r_NovelD(s, s') = clip((d − μ_d) / (σ_d + 1e-8), −c, c) · 1[s' first visited in this episode]
+
+With the same normalisation as RND, KEA's switching threshold σ = 1 means "one running sd above the mean" for both
+intrinsic rewards; KEA-NovelD switches on ``r_NovelD`` (the paper's NovelD variant), RND's ``z(s')`` is an option.
 """
 
 from __future__ import annotations
@@ -95,6 +101,7 @@ class RND(nn.Module):
         self.clip = float(clip)
         self.grad_clip = float(grad_clip)
         self.stats = EMARunningMeanStd(momentum=momentum)
+        self.nd_stats = EMARunningMeanStd(momentum=momentum)
         self.opt = Adam(self.predictor.parameters(), lr=lr)
 
     def error(self, obs: torch.Tensor) -> torch.Tensor:
@@ -104,14 +111,13 @@ class RND(nn.Module):
 
     def normalise(self, err: torch.Tensor, *, update: bool) -> torch.Tensor:
         """``z = clip((e − μ)/(σ_e + 1e-8), −c, c)``; ``update=True`` first folds ``err`` into the statistics."""
-        if update:
-            self.stats.update(err.detach().cpu().numpy())
-        mu, sd = float(self.stats.mean), math.sqrt(float(self.stats.var))
-        return ((err - mu) / (sd + 1e-8)).clamp(-self.clip, self.clip)
+        return ema_normalise(self.stats, err, clip=self.clip, update=update)
 
-    def scaled(self, err: torch.Tensor) -> torch.Tensor:
-        """NovelD's novelty ``n(s) = e(s)/(σ_e + 1e-8)`` (no mean shift, non-negative)."""
-        return err / (math.sqrt(float(self.stats.var)) + 1e-8)
+    def noveld(self, e_next: torch.Tensor, e_cur: torch.Tensor, first_visit: torch.Tensor, *, alpha: float = 0.5,
+               update: bool) -> torch.Tensor:
+        """``r_NovelD (B,)`` from raw novelties ``e(s'), e(s)`` (B,) and first-visit flags (B,) (module docstring)."""
+        return noveld_reward(e_next, e_cur, first_visit, alpha=alpha, stats=self.nd_stats, clip=self.clip,
+                             update=update)
 
     def train_on(self, obs: torch.Tensor, *, epochs: int = 2) -> float:
         """``epochs`` Adam steps of the predictor on ``obs`` ``(B, obs_dim)``; returns the last loss."""
@@ -127,10 +133,18 @@ class RND(nn.Module):
         return loss_val
 
 
-def noveld_reward(n_next: torch.Tensor, n_cur: torch.Tensor, first_visit: torch.Tensor, *, alpha: float = 0.5,
-                  clip: float = 2.0) -> torch.Tensor:
-    """NovelD: ``clip(max(n(s') − α n(s), 0), 0, c) · first_visit``; all tensors ``(B,)``."""
+def ema_normalise(stats: EMARunningMeanStd, x: torch.Tensor, *, clip: float, update: bool) -> torch.Tensor:
+    """``clip((x − μ)/(σ + 1e-8), −c, c)`` with ``stats``; ``update=True`` first folds ``x`` into the statistics."""
+    if update:
+        stats.update(x.detach().cpu().numpy())
+    mu, sd = float(stats.mean), math.sqrt(float(stats.var))
+    return ((x - mu) / (sd + 1e-8)).clamp(-clip, clip)
+
+
+def noveld_reward(e_next: torch.Tensor, e_cur: torch.Tensor, first_visit: torch.Tensor, *, alpha: float = 0.5,
+                  stats: EMARunningMeanStd, clip: float = 2.0, update: bool = False) -> torch.Tensor:
+    """NovelD: ``clip((max(e(s') − α e(s), 0) − μ_d)/(σ_d + 1e-8), −c, c) · first_visit``; all tensors ``(B,)``."""
     if not (0.0 <= alpha <= 1.0):
         raise ValueError(f"noveld_alpha must be in [0, 1], got {alpha!r}")
-    return (n_next - alpha * n_cur).clamp(min=0.0, max=clip) * first_visit
-
+    d = (e_next - alpha * e_cur).clamp(min=0.0)
+    return ema_normalise(stats, d, clip=clip, update=update) * first_visit

@@ -1,37 +1,43 @@
-"""Side-by-side reproduction of the KEA paper's claims at CPU scale (Yang et al., ICML 2025).
+"""Side-by-side reproduction of the KEA paper's claims at CPU scale, as a list of experiments (Yang et al., ICML 2025).
 
-Five agents from one implementation (:mod:`kea.variants`): plain SAC, RND-SAC, NovelD-SAC, KEA-RND and KEA-NovelD.
+Five agents from one implementation (:mod:`kea.variants`): plain SAC, RND-SAC, NovelD-SAC, KEA-RND and KEA-NovelD,
+all with the released DeepSea regime: 4 parallel environments (gymnasium ``SyncVectorEnv``), prioritised replay
+(α 0.6, β 0.4 → 1), 8 gradient steps every 16 transitions, β_e = N, β_i = 0.3, α = 0.1, 200 random warm-up episodes.
 
-1. **Tuned alike on a validation split.** Every agent gets the same 3-point learning-rate grid and the same env-step
-   budget (:func:`icml25.tuning.tune_alike`), scored by the mean number of episodes until its greedy policy solves
-   DeepSea on a *validation* instance: another DeepSea mapping (``mapping_seed`` ≠ bsuite's 42) and agent seeds
-   disjoint from the test seeds (:func:`validation_split`).
-2. **Test runs** with each agent's chosen learning rate on bsuite's DeepSea instance (N = 6, the released update
-   schedule of 8 gradient steps every 16 env steps) and on the 6×6 grid navigation task, ≥ 5 seeds in the full run.
-3. **Claims**: episodes to solve DeepSea (paper), distinct states visited on the grid over the whole run (paper), the
-   acting policy's entropy in high-novelty states (a property: there the near-uniform standard module acts by
-   construction), and KEA's cost over RND-SAC per task (a target: at most 2×). Same-seed runs share the
-   environment seeds and the random warm-up, so comparisons are paired by seed.
+1. :func:`deepsea` — **tuned alike on a validation split**: every agent gets the same learning-rate grid and the
+   same budget (:func:`icml25.tuning.tune_alike`), scored by the mean number of episodes until a greedy module
+   solves a *validation* DeepSea instance (another action mapping, smaller N, seeds disjoint from the test seeds).
+   **Test runs** on bsuite's instance (mapping 42) for each N of the budget, ≥ 5 seeds. Claims: episodes to solve
+   (greedy return ≥ 0.99; unsolved = the budget) and distinct states visited by a fixed episode (the paper's
+   visited-state metric), KEA vs its own novelty baseline, paired by seed; survival and coverage curves (PNG).
+2. :func:`cost` — env-steps/s of RND-SAC over KEA-RND (both modules training) per DeepSea N and on GridNav, each
+   its own target claim (≤ 2×).
 
-Jobs are fanned out over two worker processes (forked after the imports, one torch thread each).
+``reproduce(task="deepsea-large")`` runs experiment 1 with :data:`kea.config.LARGE` (N = 14, 20);
+``reproduce(task="continuous")`` runs :func:`continuous` (SparseMountainCar, continuous SAC modules). Jobs are fanned
+out over two forked worker processes with one torch thread each.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from icml25.claims import Claim, Report, fmt_seeds
+from icml25.experiment import Section, run_experiments
+
+from kea.config import BUDGETS, CONTINUOUS, LARGE, Config, ContinuousConfig
 
 VARIANT_NAMES = ("SAC", "RND-SAC", "NovelD-SAC", "KEA-RND", "KEA-NovelD")
+PAIRS = (("KEA-RND", "RND-SAC"), ("KEA-NovelD", "NovelD-SAC"))
+TASKS = ("main", "deepsea-large", "continuous")
 PAPER = ("KEA paper (ICML 2025), abstract and Sec. 4: KEA 'significantly improves learning efficiency and "
-         "robustness in sparse reward setups' vs RND-/NovelD-SAC; no table values are available to us")
+         "robustness in sparse reward setups' vs RND-/NovelD-SAC (DeepSea N = 10 … 30, learning curves); no table "
+         "values are available to us")
 TEST_MAPPING_SEED = 42
 """bsuite's DeepSea instance: the test split."""
 VAL_MAPPING_SEED = 7
@@ -39,48 +45,14 @@ VAL_MAPPING_SEED = 7
 VAL_SEED_OFFSET = 10_000
 """Validation agent seeds are ``VAL_SEED_OFFSET + i``: never one of the test seeds."""
 
-
-@dataclass(frozen=True)
-class Budget:
-    seeds: tuple[int, ...]
-    """Test seeds (agent and environment)."""
-    val_seeds: tuple[int, ...]
-    """Validation seeds for tuning (disjoint from ``seeds``)."""
-    lr_grid: tuple[float, ...]
-    """The learning-rate grid every agent is tuned on (same grid, same budget)."""
-    extend: int
-    """Grid extensions allowed when a choice sits at an edge (icml25.tuning)."""
-    ds_size: int
-    ds_episodes: int
-    ds_eval_every: int
-    ds_warmup_episodes: int
-    ds_train_freq: int
-    ds_gradient_steps: int
-    grid_size: int
-    grid_steps: int
-    hidden: int
-    workers: int
+_fmt = partial(fmt_seeds, spec=".3g", sd_spec=".2g")  # mean ± sd over seeds, one table cell
 
 
-def budget(*, quick: bool, smoke: bool) -> Budget:
-    if smoke:
-        return Budget(seeds=(0,), val_seeds=(VAL_SEED_OFFSET,), lr_grid=(3e-4,), extend=0, ds_size=3,
-                      ds_episodes=12, ds_eval_every=6, ds_warmup_episodes=6, ds_train_freq=8, ds_gradient_steps=1,
-                      grid_size=4, grid_steps=40, hidden=16, workers=1)
-    if quick:
-        return Budget(seeds=(0, 1, 2), val_seeds=(VAL_SEED_OFFSET,), lr_grid=(3e-4, 1e-3, 3e-3), extend=0,
-                      ds_size=4, ds_episodes=120, ds_eval_every=10, ds_warmup_episodes=20, ds_train_freq=16,
-                      ds_gradient_steps=8, grid_size=5, grid_steps=300, hidden=64, workers=2)
-    return Budget(seeds=(0, 1, 2, 3, 4), val_seeds=(VAL_SEED_OFFSET, VAL_SEED_OFFSET + 1),
-                  lr_grid=(3e-4, 1e-3, 3e-3), extend=0, ds_size=6, ds_episodes=400, ds_eval_every=10,
-                  ds_warmup_episodes=20, ds_train_freq=16, ds_gradient_steps=8, grid_size=6, grid_steps=1000,
-                  hidden=64, workers=2)
-
-
-def validation_split(b: Budget) -> dict[str, Any]:
+def validation_split(cfg: Config, seeds: list[int]) -> dict[str, Any]:
     """The tuning split (DeepSea instance + agent seeds) and the test split; raises if they overlap."""
-    val = {"mapping_seed": VAL_MAPPING_SEED, "seeds": tuple(b.val_seeds)}
-    test = {"mapping_seed": TEST_MAPPING_SEED, "seeds": tuple(b.seeds)}
+    val = {"mapping_seed": VAL_MAPPING_SEED, "size": cfg.val_size,
+           "seeds": tuple(VAL_SEED_OFFSET + i for i in range(cfg.val_seeds))}
+    test = {"mapping_seed": TEST_MAPPING_SEED, "sizes": tuple(cfg.sizes), "seeds": tuple(seeds)}
     if val["mapping_seed"] == test["mapping_seed"]:
         raise ValueError("the validation DeepSea instance must differ from the test instance")
     shared = set(val["seeds"]) & set(test["seeds"])
@@ -89,31 +61,20 @@ def validation_split(b: Budget) -> dict[str, Any]:
     return {"validation": val, "test": test}
 
 
-def _ds_kwargs(b: Budget, lr: float) -> dict[str, Any]:
-    n = b.ds_size
-    small = b.hidden <= 16
-    return dict(hidden=(b.hidden, b.hidden), batch_size=16 if small else 64,
-                learning_starts=max(b.ds_warmup_episodes * n, 16 if small else 64), train_freq=b.ds_train_freq,
-                gradient_steps=b.ds_gradient_steps, buffer_size=max(b.ds_episodes * n, 128), lr=float(lr))
+def agent_kwargs(cfg: Config, size: int, lr: float, episodes: int, *, warmup: int | None = None) -> dict[str, Any]:
+    """The released DeepSea settings at this budget (identical for every agent but the learning rate)."""
+    warmup = cfg.warmup_episodes if warmup is None else warmup
+    return dict(hidden=(cfg.hidden, cfg.hidden), batch_size=cfg.batch_size,
+                learning_starts=max(warmup * size, cfg.batch_size), train_freq=cfg.train_freq,
+                gradient_steps=cfg.gradient_steps, buffer_size=100_000, lr=float(lr),
+                per_beta_steps=episodes * size)
 
 
-def _grid_kwargs(b: Budget, lr: float) -> dict[str, Any]:
-    small = b.hidden <= 16
-    return dict(hidden=(b.hidden, b.hidden), batch_size=16 if small else 64,
-                learning_starts=max(8 * b.grid_size, 16 if small else 64), train_freq=8, gradient_steps=1,
-                buffer_size=max(b.grid_steps, 128), lr=float(lr))
-
-
-def ds_job(b: Budget, variant: str, seed: int, lr: float, *, mapping_seed: int) -> dict[str, Any]:
-    steps = b.ds_episodes * b.ds_size
-    return dict(task="deepsea", variant=variant, seed=seed, size=b.ds_size, steps=steps,
-                agent_kwargs=_ds_kwargs(b, lr), eval_every=b.ds_eval_every, stop_when_solved=True,
-                mapping_seed=mapping_seed)
-
-
-def grid_job(b: Budget, variant: str, seed: int, lr: float) -> dict[str, Any]:
-    return dict(task="gridnav", variant=variant, seed=seed, size=b.grid_size, steps=b.grid_steps,
-                agent_kwargs=_grid_kwargs(b, lr), eval_every=10, entropy_window=b.grid_size ** 2)
+def ds_job(cfg: Config, variant: str, seed: int, lr: float, *, size: int, episodes: int,
+           mapping_seed: int, warmup: int | None = None) -> dict[str, Any]:
+    return dict(task="deepsea", variant=variant, seed=seed, size=size, steps=episodes * size,
+                agent_kwargs=agent_kwargs(cfg, size, lr, episodes, warmup=warmup), eval_every=cfg.eval_every,
+                stop_when_solved=True, mapping_seed=mapping_seed, num_envs=cfg.num_envs)
 
 
 def _run(job: dict[str, Any]) -> dict[str, Any]:
@@ -151,197 +112,252 @@ class _Pool:
 
 
 def solve_episode(r: dict[str, Any], budget_eps: int) -> float:
-    """Episode at which the greedy policy (either module) first reached the optimum; unsolved = the budget."""
+    """Episode at which a greedy module first reached the optimum 0.99; unsolved = the budget."""
     return float(r["solved_episode"]) if r["solved_episode"] is not None else float(budget_eps)
 
 
-def tune(b: Budget, pool: _Pool, *, variants=VARIANT_NAMES, progress=None):
-    """:func:`icml25.tuning.tune_alike` over ``b.lr_grid`` for every variant, on the validation split.
+def coverage_at(r: dict[str, Any], episode: int) -> float:
+    """Distinct states visited by ``episode`` (the last evaluation point at or before it; a run that stopped
+    earlier because it solved the task keeps its last value)."""
+    best = 0
+    for ep, n in r["coverage"]:
+        if ep <= episode:
+            best = n
+    return float(best)
 
-    Score (lower is better): mean over the validation seeds of the episode at which the greedy policy solves the
-    validation DeepSea instance (unsolved = the episode budget). All grid points are submitted at once.
-    """
+
+def _curve(runs: list[dict[str, Any]], points: list[int], fn) -> np.ndarray:
+    return np.array([[fn(r, p) for p in points] for r in runs], dtype=float)  # (seeds, points)
+
+
+def tune(cfg: Config, seeds: list[int], pool: _Pool, *, variants: tuple[str, ...] = VARIANT_NAMES):
+    """:func:`icml25.tuning.tune_alike` over ``cfg.lr_grid`` for every variant, on the validation split (lower =
+    fewer episodes to solve the validation instance). All grid points are submitted at once."""
     from icml25.tuning import tune_alike
 
-    split = validation_split(b)["validation"]
+    val = validation_split(cfg, seeds)["validation"]
     cache: dict[tuple[str, float], list[Future]] = {}
 
     def futures(v: str, lr: float) -> list[Future]:
         key = (v, float(lr))
         if key not in cache:
-            cache[key] = [pool.submit(ds_job(b, v, s, lr, mapping_seed=split["mapping_seed"])) for s in split["seeds"]]
+            cache[key] = [pool.submit(ds_job(cfg, v, s, lr, size=val["size"], episodes=cfg.val_episodes,
+                                             mapping_seed=val["mapping_seed"], warmup=cfg.val_warmup_episodes))
+                          for s in val["seeds"]]
         return cache[key]
 
-    for lr in b.lr_grid:  # prefetch: both workers busy from the start
+    for lr in cfg.lr_grid:
         for v in variants:
             futures(v, lr)
 
     def evaluator(v: str):
-        return lambda p: float(np.mean([solve_episode(f.result(), b.ds_episodes) for f in futures(v, p["lr"])]))
+        return lambda p: float(np.mean([solve_episode(f.result(), cfg.val_episodes) for f in futures(v, p["lr"])]))
 
-    sel = tune_alike({v: (evaluator(v), {"lr": list(b.lr_grid)}) for v in variants}, higher_is_better=False,
-                     extend=b.extend, progress=progress)
-    return sel, {k: [f.result() for f in fs] for k, fs in cache.items()}
-
-
-def _sel(results, **kw):
-    return [r for r in results if all(r[k] == v for k, v in kw.items())]
+    return tune_alike({v: (evaluator(v), {"lr": list(cfg.lr_grid)}) for v in variants}, higher_is_better=False,
+                      extend=cfg.extend)
 
 
-_fmt = partial(fmt_seeds, spec=".3g", sd_spec=".2g")  # mean ± sd over seeds, one table cell
-
-
-def _curve_matrix(runs: list[dict[str, Any]], points: list[int], col: int) -> np.ndarray:
-    """(seeds, points) greedy-return curve; runs stopped when solved keep their last value."""
-    out = np.full((len(runs), len(points)), np.nan)
-    for i, r in enumerate(runs):
-        d = {int(c[0]): c[col] for c in r["curve"]}
-        last = np.nan
-        for j, p in enumerate(points):
-            if p in d and not (isinstance(d[p], float) and math.isnan(d[p])):
-                last = d[p]
-            out[i, j] = last
-    return out
-
-
-def _edge_note(sel) -> str:
-    return "; ".join(s.note() for s in sel)
-
-
-def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
-    from icml25.plots import grouped_bars, learning_curves
+def deepsea(cfg: Config, seeds: list[int], out: Path) -> Section:
+    """Tuning on the validation instance, test runs per N, the paper's claims, survival and coverage curves."""
+    from icml25.plots import learning_curves
     from icml25.tuning import selections_table
 
-    b = budget(quick=quick, smoke=smoke)
-    if seed:
-        b = replace(b, seeds=tuple(s + seed for s in b.seeds), val_seeds=tuple(s + seed for s in b.val_seeds))
-    split = validation_split(b)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    report = Report(method="kea", seeds=list(b.seeds))
-    out = Path(out)
-    n, budget_eps = b.ds_size, b.ds_episodes
-
-    pool = _Pool(b.workers)
+    sec = Section("deepsea")
+    split = validation_split(cfg, seeds)
+    pool = _Pool(cfg.workers)
     try:
-        sel, val_runs = tune(b, pool)
+        sel = tune(cfg, seeds, pool)
         lr = {v: float(sel[v].params["lr"]) for v in VARIANT_NAMES}
-        jobs = [ds_job(b, v, s, lr[v], mapping_seed=TEST_MAPPING_SEED) for v in VARIANT_NAMES for s in b.seeds]
-        jobs += [grid_job(b, v, s, lr[v]) for v in VARIANT_NAMES for s in b.seeds]
+        jobs = [ds_job(cfg, v, s, lr[v], size=n, episodes=cfg.episodes, mapping_seed=TEST_MAPPING_SEED)
+                for n in cfg.sizes for v in VARIANT_NAMES for s in seeds]
         jobs.sort(key=lambda j: -j["steps"] * (2 if j["variant"].startswith("KEA") else 1))  # longest first
-        futs = [pool.submit(j) for j in jobs]
+        results = [f.result() for f in [pool.submit(j) for j in jobs]]
+    finally:
+        pool.close()
+    cols, rows = selections_table(sel)
+    sec.table("Learning rate chosen on validation (same grid and budget for every agent)", cols, rows)
+    val = split["validation"]
+    tune_note = (f"lr tuned alike on a validation DeepSea instance (N={val['size']}, mapping_seed="
+                 f"{val['mapping_seed']}, seeds {list(val['seeds'])}; test: bsuite's mapping 42, seeds {seeds})")
+    budget = cfg.episodes
+    for n in cfg.sizes:
+        per: dict[str, dict[str, list[float]]] = {}
+        rows = []
+        for v in VARIANT_NAMES:
+            rs = sorted([r for r in results if r["variant"] == v and r["size"] == n], key=lambda r: r["seed"])
+            per[v] = {"solve": [solve_episode(r, budget) for r in rs],
+                      "solved": [r["solved_episode"] is not None for r in rs],
+                      "first": [r["first_success_episode"] or budget for r in rs],
+                      "cov": [coverage_at(r, cfg.coverage_episode) for r in rs],
+                      "cov_end": [float(r["distinct_states"]) for r in rs],
+                      "switch": [r["switch_fraction"] for r in rs], "sps": [r["steps_per_s"] for r in rs],
+                      "gate": [r["gate_open_step"] for r in rs], "runs": rs}
+            rows.append([v, f"{lr[v]:.3g}", _fmt(per[v]["solve"]), f"{sum(per[v]['solved'])}/{len(rs)}",
+                         _fmt(per[v]["first"]), _fmt(per[v]["cov"]), _fmt(per[v]["cov_end"]),
+                         _fmt(per[v]["switch"]), _fmt(per[v]["sps"])])
+        n_states = n * (n + 1) // 2
+        sec.table(f"DeepSea N={n} (bsuite instance, {budget} episodes, {cfg.num_envs} envs, {len(seeds)} seeds)",
+                  ["agent", "lr", f"episodes to solve (greedy ≥ 0.99; unsolved = {budget})", "seeds solved",
+                   "episodes to first success", f"distinct states by episode {cfg.coverage_episode} (of {n_states})",
+                   "distinct states at the end of the run", "switch fraction", "env steps/s"], rows)
+        for kea_v, base_v in (*PAIRS, ("KEA-RND", "SAC")):
+            sec.add(Claim.compare(
+                claim=f"DeepSea N={n}: {kea_v} solves the task in fewer episodes than {base_v}",
+                metric=f"episodes until a greedy module returns ≥ 0.99 (unsolved = budget {budget})",
+                ours=per[kea_v]["solve"], baseline=per[base_v]["solve"], baseline_name=base_v, paper=PAPER,
+                kind="paper", higher_is_better=False, paired=True,
+                note=f"paired by seed; {sum(per[kea_v]['solved'])}/{len(seeds)} vs {sum(per[base_v]['solved'])}/"
+                     f"{len(seeds)} seeds solved; {tune_note}; " + "; ".join(sel[x].note() for x in (kea_v, base_v))))
+        for kea_v, base_v in PAIRS:
+            sec.add(Claim.compare(
+                claim=f"DeepSea N={n}: {kea_v} visits more distinct states than {base_v} by episode "
+                      f"{cfg.coverage_episode}",
+                metric=f"distinct cells visited in the environment stream (of {n_states})",
+                ours=per[kea_v]["cov"], baseline=per[base_v]["cov"], baseline_name=base_v,
+                paper=PAPER + " (visited-state ratio, 2-D task)", kind="paper", paired=True,
+                note=f"paired by seed (the {cfg.warmup_episodes} random warm-up episodes are identical within a "
+                     "seed); a run that solved earlier keeps its last count; " + tune_note))
+        pts = list(range(cfg.eval_every, budget + 1, cfg.eval_every))
+        learning_curves({v: _curve(per[v]["runs"], pts, lambda r, p: float(solve_episode(r, budget + 1) > p)).mean(0)
+                         for v in VARIANT_NAMES}, out / f"deepsea_N{n}_survival.png", x=pts, xlabel="episode",
+                        ylabel="fraction of seeds not yet solved",
+                        title=f"DeepSea N={n}: survival over {len(seeds)} seeds (greedy ≥ 0.99)")
+        learning_curves({v: _curve(per[v]["runs"], pts, coverage_at) / n_states for v in VARIANT_NAMES},
+                        out / f"deepsea_N{n}_coverage.png", x=pts, xlabel="episode",
+                        ylabel="distinct states visited / reachable", title=f"DeepSea N={n}: coverage (mean ± sd)")
+        sec.figures += [f"deepsea_N{n}_survival.png", f"deepsea_N{n}_coverage.png"]
+        gates = [g for v in ("KEA-RND", "KEA-NovelD") for g in per[v]["gate"]]
+        sec.notes.append(f"DeepSea N={n}: the standard module's gate opened in {sum(g is not None for g in gates)}/"
+                         f"{len(gates)} KEA test runs (at the end of the first episode with info['is_success']).")
+    sec.notes += [
+        "All agents share one implementation (kea.KEA): SAC = no intrinsic reward, RND-/NovelD-SAC = no standard "
+        "module, KEA = both modules + switch (σ=1; KEA-NovelD switches on its NovelD reward). Same "
+        "hyper-parameters, seeds and budgets except the learning rate, which each agent gets from the same grid "
+        "on the validation split; β_e = N.",
+        f"Regime: {cfg.num_envs} parallel environments, prioritised replay (α 0.6, β 0.4 → 1 over the budget), "
+        f"{cfg.gradient_steps} gradient steps every {cfg.train_freq} transitions, batch {cfg.batch_size}, hidden "
+        f"{cfg.hidden}, {cfg.warmup_episodes} random warm-up episodes (shared within a seed), greedy evaluation of "
+        f"both modules every {cfg.eval_every} episodes; a run stops once a greedy module returns ≥ 0.99.",
+        f"Validation: N={cfg.val_size}, mapping_seed={VAL_MAPPING_SEED}, {cfg.val_episodes} episodes "
+        f"({cfg.val_warmup_episodes} warm-up), seeds "
+        f"{list(split['validation']['seeds'])}; lr grid {list(cfg.lr_grid)}, extension of an edge choice allowed "
+        f"{cfg.extend} time(s).",
+    ]
+    return sec
+
+
+def cost(cfg: Config, seeds: list[int], out: Path) -> Section:
+    """Env-steps/s of RND-SAC over KEA-RND per DeepSea N and on GridNav (both KEA modules training)."""
+    sec = Section("cost")
+    if not cfg.cost_sizes:
+        return sec
+    envs = [("deepsea", n, f"DeepSea N={n}") for n in cfg.cost_sizes]
+    envs.append(("gridnav", cfg.cost_grid, f"GridNav {cfg.cost_grid}x{cfg.cost_grid}"))
+    jobs = []
+    for task, n, _label in envs:
+        for s in seeds:
+            for v in ("RND-SAC", "KEA-RND"):
+                kw = dict(hidden=(cfg.hidden, cfg.hidden), batch_size=cfg.batch_size, learning_starts=cfg.cost_warmup,
+                          train_freq=cfg.train_freq, gradient_steps=cfg.gradient_steps, buffer_size=100_000,
+                          lr=1e-3)
+                if v == "KEA-RND":
+                    kw["standard_update"] = "always"
+                jobs.append(dict(task=task, variant=v, seed=s, size=n, steps=cfg.cost_steps, agent_kwargs=kw,
+                                 eval_every=10 ** 9, num_envs=cfg.num_envs))
+    pool = _Pool(cfg.workers)
+    try:
+        results = [f.result() for f in [pool.submit(j) for j in jobs]]
+    finally:
+        pool.close()
+    rows = []
+    for task, n, label in envs:
+        sps = {v: [r["steps_per_s"] for r in sorted(results, key=lambda r: r["seed"])
+                   if r["task"] == task and r["size"] == n and r["variant"] == v] for v in ("RND-SAC", "KEA-RND")}
+        ratios = [a / b for a, b in zip(sps["RND-SAC"], sps["KEA-RND"], strict=True)]
+        rows.append([label, _fmt(sps["RND-SAC"]), _fmt(sps["KEA-RND"]), _fmt(ratios)])
+        sec.add(Claim.threshold(
+            claim=f"{label}: KEA-RND (both modules training) costs at most 2x RND-SAC per env step",
+            metric="env-steps/s of RND-SAC / env-steps/s of KEA-RND (per seed)", ours=ratios, threshold=2.0,
+            paper="engineering target of issue 33 (not a paper claim)", kind="target", higher_is_better=False,
+            note=f"RND-SAC {np.mean(sps['RND-SAC']):.0f} vs KEA-RND {np.mean(sps['KEA-RND']):.0f} steps/s; "
+                 f"{cfg.cost_steps} transitions ({cfg.cost_warmup} warm-up), {cfg.num_envs} envs, "
+                 f"{cfg.gradient_steps} gradient steps / {cfg.train_freq} transitions; KEA with "
+                 "standard_update='always' (the cost after its gate opens); two runs at a time on 2 cores under "
+                 "the CPU lock"))
+    sec.table("Throughput per environment (env steps/s, mean ± sd over seeds)",
+              ["environment", "RND-SAC", "KEA-RND", "ratio RND-SAC / KEA-RND"], rows)
+    return sec
+
+
+def continuous(cfg: ContinuousConfig, seeds: list[int], out: Path) -> Section:
+    """Sparse continuous control (SparseMountainCar, reward 1 only at the flag): SAC, RND-SAC, NovelD-SAC, KEA-RND
+    and KEA-NovelD with continuous SAC modules, tuned alike on validation seeds; episodes until a greedy module
+    reaches the flag (2 evaluation episodes)."""
+    from icml25.tuning import selections_table, tune_alike
+
+    sec = Section("continuous")
+    task, n = "sparse-mountaincar", cfg.episode_steps
+    val_seeds = [VAL_SEED_OFFSET + i for i in range(cfg.val_seeds)]
+    if set(val_seeds) & set(seeds):
+        raise ValueError("validation seeds overlap the test seeds")
+
+    def job(v: str, s: int, lr: float, steps: int) -> dict[str, Any]:
+        kw = dict(hidden=(cfg.hidden, cfg.hidden), batch_size=cfg.batch_size, learning_starts=cfg.warmup,
+                  train_freq=cfg.train_freq, gradient_steps=cfg.gradient_steps, buffer_size=100_000, lr=float(lr))
+        return dict(task=task, variant=v, seed=s, size=n, steps=steps, agent_kwargs=kw, eval_every=cfg.eval_every,
+                    eval_episodes=2, stop_when_solved=True, num_envs=cfg.num_envs)
+
+    budget_eps = cfg.steps // n
+    pool = _Pool(cfg.workers)
+    try:
+        vf = {(v, lr): [pool.submit(job(v, s, lr, cfg.val_steps)) for s in val_seeds]
+              for lr in cfg.lr_grid for v in VARIANT_NAMES}
+
+        def evaluator(v: str):
+            return lambda p: float(np.mean([solve_episode(f.result(), cfg.val_steps // n) for f in vf[(v, p["lr"])]]))
+
+        sel = tune_alike({v: (evaluator(v), {"lr": list(cfg.lr_grid)}) for v in VARIANT_NAMES},
+                         higher_is_better=False, extend=cfg.extend)
+        lr = {v: float(sel[v].params["lr"]) for v in VARIANT_NAMES}
+        futs = [pool.submit(job(v, s, lr[v], cfg.steps)) for v in VARIANT_NAMES for s in seeds]
         results = [f.result() for f in futs]
     finally:
         pool.close()
-
     cols, rows = selections_table(sel)
-    report.add_table("Learning rate chosen on validation (same grid and budget for every agent)", cols, rows)
-    tune_note = (f"lr tuned alike on a validation DeepSea instance (mapping_seed={split['validation']['mapping_seed']}"
-                 f", seeds {list(split['validation']['seeds'])}; test: bsuite's mapping 42, seeds {list(b.seeds)})")
-
-    def sel_note(*names: str) -> str:
-        return tune_note + "; " + _edge_note([sel[x] for x in names])
-
-    # ---------------- DeepSea (test instance)
-    per: dict[str, dict[str, list[float]]] = {}
-    rows = []
+    sec.table("SparseMountainCar: learning rate chosen on validation seeds", cols, rows)
+    per, rows = {}, []
     for v in VARIANT_NAMES:
-        rs = sorted(_sel(results, task="deepsea", variant=v), key=lambda r: r["seed"])
-        per[v] = {"solve": [solve_episode(r, budget_eps) for r in rs],
-                  "solved": [1.0 if r["solved_episode"] is not None else 0.0 for r in rs],
-                  "first": [r["first_success_episode"] if r["first_success_episode"] is not None else budget_eps
-                            for r in rs],
-                  "sps": [r["steps_per_s"] for r in rs], "switch": [r["switch_fraction"] for r in rs],
-                  "gate": [r["gate_open_step"] for r in rs]}
-        rows.append([v, f"{lr[v]:.3g}", _fmt(per[v]["solve"]), f"{int(sum(per[v]['solved']))}/{len(rs)}",
-                     _fmt(per[v]["first"]), _fmt(per[v]["switch"]), _fmt(per[v]["sps"])])
-    report.add_table(f"DeepSea N={n} (bsuite instance, {budget_eps} episodes, {len(b.seeds)} seeds)",
-                     ["agent", "lr", f"episodes to solve (greedy 0.99; unsolved = {budget_eps})", "seeds solved",
-                      "episodes to first reward", "switch fraction", "env steps/s"], rows)
-    for kea_v, base_v in (("KEA-RND", "RND-SAC"), ("KEA-NovelD", "NovelD-SAC"), ("KEA-RND", "SAC")):
-        report.add(Claim.compare(
-            claim=f"DeepSea N={n}: {kea_v} solves the task in fewer episodes than {base_v}",
-            metric=f"episodes until the greedy policy reaches 0.99 (unsolved = budget {budget_eps})",
-            ours=per[kea_v]["solve"], baseline=per[base_v]["solve"], baseline_name=base_v, paper=PAPER,
-            kind="paper", higher_is_better=False, paired=True,
-            note=f"paired by seed; {int(sum(per[kea_v]['solved']))}/{len(b.seeds)} vs "
-                 f"{int(sum(per[base_v]['solved']))}/{len(b.seeds)} seeds solved; " + sel_note(kea_v, base_v)))
-    pts = list(range(b.ds_eval_every, budget_eps + 1, b.ds_eval_every))
-    curves = {v: _curve_matrix(_sel(results, task="deepsea", variant=v), pts, 1) for v in VARIANT_NAMES}
-    learning_curves(curves, out / f"deepsea_N{n}_return.png", x=pts, xlabel="episode",
-                    ylabel="greedy return of A^SAC (optimum 0.99)", title=f"DeepSea N={n} (mean ± sd over seeds)")
-    report.figures.append(f"deepsea_N{n}_return.png")
-    solved = {v: np.array([[1.0 if s <= p else 0.0 for p in pts] for s in per[v]["solve"] if s < budget_eps]
-                          + [[0.0] * len(pts) for s in per[v]["solve"] if s >= budget_eps]) for v in VARIANT_NAMES}
-    learning_curves(solved, out / f"deepsea_N{n}_solved.png", x=pts, xlabel="episode",
-                    ylabel="fraction of seeds solved (greedy 0.99)", title=f"DeepSea N={n} (min-max band)",
-                    spread="minmax")
-    report.figures.append(f"deepsea_N{n}_solved.png")
+        rs = sorted([r for r in results if r["variant"] == v], key=lambda r: r["seed"])
+        per[v] = [solve_episode(r, budget_eps) for r in rs]
+        rows.append([v, f"{lr[v]:.3g}", _fmt(per[v]), f"{sum(r['solved_episode'] is not None for r in rs)}/{len(rs)}",
+                     _fmt([r["first_success_episode"] or budget_eps for r in rs]),
+                     _fmt([r["switch_fraction"] for r in rs]), _fmt([r["steps_per_s"] for r in rs])])
+    sec.table(f"SparseMountainCar ({cfg.steps} transitions, {cfg.num_envs} envs, {len(seeds)} seeds)",
+              ["agent", "lr", f"episodes until greedy success (unsolved = {budget_eps})", "seeds solved",
+               "episodes to first success", "switch fraction", "env steps/s"], rows)
+    for kea_v, base_v in (*PAIRS, ("KEA-RND", "SAC")):
+        sec.add(Claim.compare(
+            claim=f"SparseMountainCar: {kea_v} reaches the flag greedily in fewer episodes than {base_v}",
+            metric=f"episodes until a greedy module reaches the flag in 2 evaluation episodes (unsolved = "
+                   f"{budget_eps})", ours=per[kea_v], baseline=per[base_v], baseline_name=base_v,
+            paper=PAPER.replace("DeepSea N = 10 … 30", "three sparse DMC tasks"), kind="paper",
+            higher_is_better=False, paired=True,
+            note="paired by seed; lr tuned alike on validation seeds; " + "; ".join(sel[x].note()
+                                                                                   for x in (kea_v, base_v))))
+    return sec
 
-    # ---------------- grid navigation
-    grid_rows, per_g = [], {}
-    for v in VARIANT_NAMES:
-        rs = sorted(_sel(results, task="gridnav", variant=v), key=lambda r: r["seed"])
-        per_g[v] = {"visited": [r["visited_state_ratio"] for r in rs], "uniq": [r["unique_state_ratio"] for r in rs],
-                    "ent": [r["entropy_high_novelty"] for r in rs], "first": [r["first_success_episode"] for r in rs],
-                    "sps": [r["steps_per_s"] for r in rs]}
-        grid_rows.append([v, _fmt(per_g[v]["visited"]), _fmt(per_g[v]["uniq"]), _fmt(per_g[v]["ent"]),
-                          f"{sum(f is not None for f in per_g[v]['first'])}/{len(rs)}", _fmt(per_g[v]["sps"])])
-    w = b.grid_size ** 2
-    report.add_table(f"Grid navigation {b.grid_size}x{b.grid_size} ({b.grid_steps} steps, {len(b.seeds)} seeds)",
-                     ["agent", "visited-state ratio (whole run)", f"distinct / {w} first post-warm-up states",
-                      "entropy in high-novelty states (nats)", "seeds that reached the goal", "env steps/s"],
-                     grid_rows)
-    for kea_v, base_v in (("KEA-RND", "RND-SAC"), ("KEA-NovelD", "NovelD-SAC")):
-        report.add(Claim.compare(
-            claim=f"Grid: {kea_v} visits more distinct states than {base_v}",
-            metric=f"distinct cells visited in {b.grid_steps} env steps / {w} (environment stream, whole run)",
-            ours=per_g[kea_v]["visited"], baseline=per_g[base_v]["visited"], baseline_name=base_v,
-            paper=PAPER + " (visited-state ratio, 2-D task)", kind="paper", paired=True,
-            note="paired by seed; ratio capped at 1; " + sel_note(kea_v, base_v)))
-    for kea_v, base_v in (("KEA-RND", "RND-SAC"), ("KEA-NovelD", "NovelD-SAC")):
-        ok, ob = per_g[kea_v]["ent"], per_g[base_v]["ent"]
-        if all(not math.isnan(x) for x in ok + ob):
-            report.add(Claim.compare(
-                claim=f"Grid: {kea_v}'s acting policy has higher entropy in high-novelty states than {base_v}",
-                metric="mean entropy (nats) of the acting policy where z(s) > 1 (max log 4 = 1.386)",
-                ours=ok, baseline=ob, baseline_name=base_v, paper=PAPER + " (entropy/novelty analysis, 2-D task)",
-                kind="property", paired=True,
-                note="true by construction: where z > σ = 1 KEA hands control to the standard module, which is "
-                     "near-uniform under sparse reward; documents the switch, reproduces nothing"))
-    grouped_bars({"visited-state ratio": {v: per_g[v]["visited"] for v in VARIANT_NAMES},
-                  "entropy | z>1 (nats)": {v: [x for x in per_g[v]["ent"] if not math.isnan(x)] or [0.0]
-                                           for v in VARIANT_NAMES}},
-                 out / "grid_exploration.png", ylabel="value", title=f"Grid {b.grid_size}x{b.grid_size}")
-    report.figures.append("grid_exploration.png")
 
-    # ---------------- cost per task (target)
-    for _task, label, pv in (("deepsea", f"DeepSea N={n}", per), ("gridnav", f"Grid {b.grid_size}x{b.grid_size}",
-                                                                per_g)):
-        ratios = [r / k for r, k in zip(pv["RND-SAC"]["sps"], pv["KEA-RND"]["sps"], strict=True)]
-        report.add(Claim.threshold(
-            claim=f"{label}: KEA-RND's second agent and recomputed novelty cost at most 2x RND-SAC",
-            metric="env-steps/s of RND-SAC / env-steps/s of KEA-RND (per seed)", ours=ratios, threshold=2.0,
-            paper="engineering target of issue 33 (not a paper claim)", kind="target", higher_is_better=False,
-            note=f"KEA-RND {np.mean(pv['KEA-RND']['sps']):.0f} vs RND-SAC {np.mean(pv['RND-SAC']['sps']):.0f} "
-                 "steps/s; two jobs at a time on 2 cores under the CPU lock; DeepSea runs stop when solved, and KEA "
-                 "trains both modules once its gate opens"))
+EXPERIMENTS = [deepsea, cost]
 
-    report.notes += [
-        "All agents share one implementation (kea.KEA): SAC = no intrinsic reward, RND-/NovelD-SAC = no standard "
-        "module, KEA = both modules + switch (σ=1). Same hyper-parameters, seeds and budgets except the learning "
-        "rate, which each agent gets from the same grid on the validation split; β_e = N on DeepSea.",
-        f"Validation split: DeepSea N={n} with mapping_seed={VAL_MAPPING_SEED} (a different per-cell action mapping "
-        f"from bsuite's 42) and agent seeds {list(b.val_seeds)}; test: mapping 42, seeds {list(b.seeds)}. Score: "
-        f"mean episodes to solve (lower is better), lr grid {list(b.lr_grid)}, {len(b.val_seeds)} validation "
-        f"seed(s) per point, extension of an edge choice allowed {b.extend} time(s).",
-        f"DeepSea budget: {budget_eps} episodes, warm-up {b.ds_warmup_episodes} random episodes (shared by all agents "
-        f"of a seed), {b.ds_gradient_steps} gradient steps every {b.ds_train_freq} env steps, greedy evaluation of "
-        f"both modules every {b.ds_eval_every} episodes; a run stops once either module's greedy return is 0.99. "
-        f"Grid {b.grid_size}x{b.grid_size}: {b.grid_steps} steps, 1 gradient step every 8 env steps.",
-    ]
-    gates = [r["gate_open_step"] for r in results if r["variant"].startswith("KEA") and r["task"] == "deepsea"]
-    report.notes.append(f"Standard-module gate opened in {sum(g is not None for g in gates)}/{len(gates)} KEA "
-                        "DeepSea test runs (at the end of the first rewarded episode).")
-    report.notes.append(f"Tuning runs: {sum(len(v) for v in val_runs.values())} validation runs "
-                        f"({len(val_runs)} (agent, lr) points).")
-    return report
+
+def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int, task: str = "main") -> Report:
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if task == "deepsea-large":
+        return run_experiments("kea", [deepsea], LARGE, quick=quick, smoke=smoke, out=out, seed=seed)
+    if task == "continuous":
+        return run_experiments("kea", [continuous], CONTINUOUS, quick=quick, smoke=smoke, out=out, seed=seed)
+    return run_experiments("kea", EXPERIMENTS, BUDGETS, quick=quick, smoke=smoke, out=out, seed=seed)
+
+

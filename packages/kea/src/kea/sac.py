@@ -81,6 +81,17 @@ def continuous_sac_target(*, reward: torch.Tensor, terminated: torch.Tensor, q1_
     return reward + gamma * (1.0 - terminated) * (torch.min(q1_next, q2_next) - alpha * log_prob_next)
 
 
+def _weighted_twin_loss(q1: torch.Tensor, q2: torch.Tensor, y: torch.Tensor,
+                        weights: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(E[w (q₁−y)²] + E[w (q₂−y)²], |q₁−y| + |q₂−y|)``; all ``(B,)``; ``w = 1`` when None (= MSE)."""
+    d1, d2 = q1 - y, q2 - y
+    if weights is None:
+        loss = F.mse_loss(q1, y) + F.mse_loss(q2, y)
+    else:
+        loss = (weights * d1.pow(2)).mean() + (weights * d2.pow(2)).mean()
+    return loss, (d1.abs() + d2.abs()).detach()
+
+
 def check_common(*, gamma: float, tau: float, alpha: float | str, lr: float, dropout: float) -> None:
     if not (0.0 <= gamma < 1.0):
         raise KEAConfigError(f"gamma must be in [0, 1), got {gamma!r}")
@@ -201,18 +212,26 @@ class DiscreteSAC(_SACBase):
                                    q1_next=self.q1_target(next_obs), q2_next=self.q2_target(next_obs),
                                    gamma=self.gamma, alpha=self.alpha)
 
-    def critic_loss(self, obs: torch.Tensor, action: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    def critic_loss(self, obs: torch.Tensor, action: torch.Tensor, y: torch.Tensor,
+                    weights: torch.Tensor | None = None) -> torch.Tensor:
+        """``Σ_i E[w (y − Q_i(s, a))²]`` (``w`` = PER importance weights ``(B,)``, 1 when None)."""
+        return self.critic_loss_td(obs, action, y, weights)[0]
+
+    def critic_loss_td(self, obs: torch.Tensor, action: torch.Tensor, y: torch.Tensor,
+                       weights: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(L_Q, |δ₁| + |δ₂|)``: the loss and the per-sample TD magnitudes ``(B,)`` (PER priorities)."""
         a = action.long().reshape(-1, 1)  # (B,) -> (B, 1)
         q1 = self.q1(obs).gather(1, a).squeeze(1)
         q2 = self.q2(obs).gather(1, a).squeeze(1)
-        return F.mse_loss(q1, y) + F.mse_loss(q2, y)
+        return _weighted_twin_loss(q1, q2, y, weights)
 
-    def actor_loss(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(L_π, H(π))`` with the critics held fixed."""
+    def actor_loss(self, obs: torch.Tensor, weights: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(L_π, H(π))`` with the critics held fixed; ``L_π = E[w Σ_a π(α log π − min Q)]``."""
         probs, logp = self.policy(obs)
         with torch.no_grad():
             q = torch.min(self.q1(obs), self.q2(obs))
-        loss = (probs * (self.alpha * logp - q)).sum(dim=-1).mean()
+        per = (probs * (self.alpha * logp - q)).sum(dim=-1)  # (B,)
+        loss = (per * weights).mean() if weights is not None else per.mean()
         entropy = -(probs * logp).sum(dim=-1).mean()
         return loss, entropy
 
@@ -286,14 +305,20 @@ class ContinuousSAC(_SACBase):
                                      q2_next=self._q(self.q2_target, next_obs, a2), log_prob_next=logp2,
                                      gamma=self.gamma, alpha=self.alpha)
 
-    def critic_loss(self, obs: torch.Tensor, action: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return F.mse_loss(self._q(self.q1, obs, action), y) + F.mse_loss(self._q(self.q2, obs, action), y)
+    def critic_loss(self, obs: torch.Tensor, action: torch.Tensor, y: torch.Tensor,
+                    weights: torch.Tensor | None = None) -> torch.Tensor:
+        return self.critic_loss_td(obs, action, y, weights)[0]
 
-    def actor_loss(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def critic_loss_td(self, obs: torch.Tensor, action: torch.Tensor, y: torch.Tensor,
+                       weights: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        return _weighted_twin_loss(self._q(self.q1, obs, action), self._q(self.q2, obs, action), y, weights)
+
+    def actor_loss(self, obs: torch.Tensor, weights: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``(L_π, mean log π)``; the critic parameters receive no gradient step from it."""
         a, logp = self.sample(obs)
         q = torch.min(self._q(self.q1, obs, a), self._q(self.q2, obs, a))
-        return (self.alpha * logp - q).mean(), logp.mean()
+        per = self.alpha * logp - q  # (B,)
+        return ((per * weights).mean() if weights is not None else per.mean()), logp.mean()
 
     def alpha_update(self, log_prob_mean: torch.Tensor) -> None:
         # L_α = −log α (log π + H̄)
