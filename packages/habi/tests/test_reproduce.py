@@ -93,3 +93,33 @@ def test_inline_training_job_equals_a_direct_call():
     for k, v in direct.items():
         torch.testing.assert_close(res["state"][k], v, rtol=0, atol=0)
     assert _job(spec)["state"].keys() == direct.keys()
+
+
+class _ToyPlanner:
+    """Candidates uniform in [-1, 1]; Q = sign * a (a critic monotone in the action) or -a^2 (peaked at 0)."""
+
+    def __init__(self, q: str) -> None:
+        from types import SimpleNamespace
+
+        self.config = SimpleNamespace(obs_dim=2, act_dim=1)
+        self.normalizer = GaussianNormalizer(mean=(0.0, 0.0), std=(1.0, 1.0))
+        self.q = q
+
+    def candidates(self, s, *, n=None):
+        a = torch.rand(s.shape[0], n, 1) * 2 - 1
+        q = a[..., 0] if self.q == "monotone" else -a[..., 0] ** 2
+        return a, q
+
+
+def test_label_diagnostic_flags_a_critic_monotone_in_the_action():
+    from habi.reproduce import label_diagnostic
+
+    rng = np.random.default_rng(0)
+    n = 200
+    data = {"observations": rng.normal(size=(n, 2)).astype(np.float32),
+            "actions": rng.uniform(-0.5, 0.5, (n, 1)).astype(np.float32), "rewards": np.zeros(n, np.float32),
+            "terminals": np.zeros(n, np.float32), "timeouts": np.zeros(n, np.float32)}
+    mono = label_diagnostic(_ToyPlanner("monotone"), data, states=100, seed=0)
+    assert mono["corr_aQ"] > 0.99 and mono["frac_bound"] > 0.5 and mono["frac_bound_data"] == 0.0
+    peaked = label_diagnostic(_ToyPlanner("peaked"), data, states=100, seed=0)  # negative control
+    assert abs(peaked["corr_aQ"]) < 0.3 and peaked["frac_bound"] == 0.0 and peaked["best_minus_mean"] < 0.2
