@@ -45,7 +45,7 @@ def _worker(rank: int, world_size: int, port: int, graph: RelGraph, td: TaskData
     try:
         torch.manual_seed(cfg.seed)
         model = build_model(cfg, graph, td)
-        ddp = DistributedDataParallel(model)
+        ddp = DistributedDataParallel(model, find_unused_parameters=True)
         run = _Runner(model, graph, td, cfg)
         run.model = ddp.module
         mine = shard(pos, rank, world_size)
