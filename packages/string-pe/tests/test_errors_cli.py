@@ -167,3 +167,36 @@ def test_reproduce_smoke_writes_valid_results(tmp_path):
     assert len(rep.claims) >= 15
     for f in rep.figures:
         assert (tmp_path / "r" / f).exists()
+
+
+def test_cli_make_images_train_on_image_folder_and_evaluate(tmp_path):
+    import json
+
+    data = tmp_path / "scenes"
+    r = run_cli(main, ["make-images", "--n-train", "24", "--n-test", "8", "--out", str(data), "--quiet"])
+    assert r.returncode == 0, r.stderr
+    assert (data / "train" / "disk").is_dir() and (data / "test" / "cross").is_dir()
+    for depth_input, pe in (("coords", "circulant"), ("channel", "cayley"), ("none", "ape")):
+        out = tmp_path / f"run-{depth_input}"
+        r = run_cli(main, ["train", "--data", str(data), "--depth-input", depth_input, "--pe", pe, "--epochs", "1",
+                           "--dim", "8", "--heads", "2", "--depth", "1", "--out", str(out), "--quiet"])
+        assert r.returncode == 0, r.stderr
+        assert (out / "model.safetensors").exists()
+        acc = json.loads((out / "eval.json").read_text())["test_accuracy"]
+        r = run_cli(main, ["evaluate", "--run", str(out), "--data", str(data)])
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout.strip().splitlines()[-1])["test_accuracy"] == pytest.approx(acc)
+
+
+def test_cli_image_bad_inputs_write_nothing(tmp_path):
+    out = tmp_path / "x"
+    r = run_cli(main, ["train", "--data", str(tmp_path / "missing"), "--out", str(out)])
+    assert r.returncode == 2 and "data" in r.stderr and not out.exists()
+    (tmp_path / "d").mkdir()
+    r = run_cli(main, ["train", "--data", str(tmp_path / "d"), "--depth-input", "coords", "--pe", "ape",
+                       "--out", str(out)])
+    assert r.returncode == 2 and "depth_input" in r.stderr and not out.exists()
+    r = run_cli(main, ["train", "--data", str(tmp_path / "d"), "--patch-size", "5", "--out", str(out)])
+    assert r.returncode == 2 and "patch_size" in r.stderr and not out.exists()
+    r = run_cli(main, ["make-images", "--n-train", "0", "--out", str(out)])
+    assert r.returncode == 2 and "n_train" in r.stderr and not out.exists()

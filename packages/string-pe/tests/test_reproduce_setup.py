@@ -22,7 +22,7 @@ def test_digits_validation_is_disjoint_from_test_and_test_is_unchanged():
 
 def test_generated_validation_and_test_sets_never_share_a_seed_or_a_sample():
     seeds = range(0, 100)
-    for task in ("2d", "3d"):
+    for task in ("2d", "img"):
         test = {data_seed(task, "test", s) for s in seeds}
         val = {data_seed(task, "val", s) for s in seeds}
         train = {data_seed(task, "train", s) for s in seeds}
@@ -82,3 +82,23 @@ def test_timing_samples_are_per_repeat():
     sc = parameter_cost_scaling(dims=(4, 8), repeats=2, samples=sc_samples)
     assert set(sc_samples) == {4, 8} and all(len(v) == 2 for d in sc_samples.values() for v in d.values())
     assert all(np.isfinite(v["cayley_P"]) for v in sc.values())
+
+
+def test_parallel_tuner_chooses_exactly_like_the_shared_tuner():
+    from icml25.tuning import tune_alike
+    from string_pe.reproduce import _Tuner
+
+    def score(job):  # validation score peaks beyond the top of the grid for "b": the grid gets extended
+        target = {"a": 3e-3, "b": 5e-2}[job["name"]]
+        return {"acc": -abs(np.log(job["lr"] / target))}
+
+    t = _Tuner(score, 1, LR_GRID)
+    t.add("a", {"name": "a"})
+    t.add("b", {"name": "b"})
+    sel = t.run()
+    ref = tune_alike({n: (lambda p, n=n: score({"name": n, "lr": p["lr"]})["acc"], {"lr": list(LR_GRID)})
+                      for n in ("a", "b")}, extend=1)
+    for n in ("a", "b"):
+        assert sel[n].params == ref[n].params and sel[n].at_edge == ref[n].at_edge
+        assert len(sel[n].trials) == len(ref[n].trials)
+    assert sel["a"].params["lr"] == 3e-3 and sel["b"].params["lr"] > max(LR_GRID)  # extended once

@@ -18,7 +18,18 @@ class TrainConfig(BaseOptions):
     """Train a classifier with one position encoding and save it (model.safetensors + model_config.json)."""
 
     task: Literal["digits", "shapes2d", "shapes3d"] = "digits"
-    """digits: ViT on sklearn's 8×8 digits; shapes2d/shapes3d: point-set classifier on generated shapes."""
+    """digits: ViT on sklearn's 8×8 digits; shapes2d/shapes3d: point-set classifier on generated shapes (ignored
+    with --data)."""
+    data: str | None = None
+    """An ImageFolder (root/<class>/<images>, or root/train/<class>/... with root/test/<class>/...) to train a ViT
+    on; without train/ and test/ subfolders 20% of the images (stratified) are held out for testing."""
+    depth_input: Literal["none", "coords", "channel"] = "none"
+    """With --data: how the depth map in the images' alpha channel is used: none (RGB only), coords (3D patch
+    coordinates (col, row, height(depth)) for a rotary --pe), channel (a fourth input channel)."""
+    image_size: int = 32
+    """With --data: images are resized to image_size × image_size."""
+    patch_size: int = 8
+    """With --data: ViT patch side (divides image_size)."""
     pe: PE = "cayley"
     """Position encoding."""
     epochs: int = 15
@@ -43,6 +54,8 @@ class EvaluateConfig(BaseOptions):
     """Run directory written by ``train``."""
     shift: float = 40.0
     """Global translation per axis for the shapes tasks."""
+    data: str | None = None
+    """For a run trained with --data: the ImageFolder to evaluate on (every image; or its test/ subfolder)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +72,36 @@ class BenchmarkConfig(BaseOptions):
     """Timing repeats (minimum is reported)."""
 
 
+@dataclass(frozen=True)
+class MakeImagesConfig(BaseOptions):
+    """Write generated RGB-D scenes (textured shapes with distractors; label = shape of the nearer object) as an
+    ImageFolder: OUT/train/<class>/*.png and OUT/test/<class>/*.png (RGBA, alpha = depth)."""
+
+    n_train: int = 2000
+    """Training images."""
+    n_test: int = 500
+    """Test images."""
+    image_size: int = 32
+    """Image side in pixels (16 to 128)."""
+
+
+def make_images(cfg: MakeImagesConfig) -> int:
+    from string_pe.images import render_scenes, write_image_folder
+
+    if cfg.n_train < 1 or cfg.n_test < 1:
+        raise ValueError(f"n_train and n_test must be >= 1, got n_train={cfg.n_train}, n_test={cfg.n_test}")
+    if not 16 <= cfg.image_size <= 128:
+        raise ValueError(f"image_size must be in [16, 128], got {cfg.image_size}")
+    rd = open_run_dir(METHOD.name, cfg)
+    for split, n, off in (("train", cfg.n_train, 10000), ("test", cfg.n_test, 12000)):
+        x, d, y = render_scenes(n, size=cfg.image_size, seed=off + cfg.seed)
+        write_image_folder(rd.path / split, x, d, y)
+    rd.write_config(cfg)
+    if not cfg.quiet:
+        print(f"wrote {cfg.n_train} + {cfg.n_test} scenes to {rd.target}")
+    return 0
+
+
 def _validate_train(cfg: TrainConfig) -> None:
     if cfg.epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {cfg.epochs}")
@@ -68,11 +111,29 @@ def _validate_train(cfg: TrainConfig) -> None:
         raise ValueError(f"dim must be divisible by heads with an even head dim, got dim={cfg.dim}, heads={cfg.heads}")
     if cfg.depth < 1 or cfg.n_train < 1:
         raise ValueError(f"depth and n_train must be >= 1, got depth={cfg.depth}, n_train={cfg.n_train}")
+    if cfg.data is not None:
+        from pathlib import Path
+
+        if not Path(cfg.data).is_dir():
+            raise ValueError(f"data must be an existing ImageFolder directory, got {cfg.data!r}")
+        if not 16 <= cfg.image_size <= 256:
+            raise ValueError(f"image_size must be in [16, 256], got {cfg.image_size}")
+        if cfg.patch_size < 1 or cfg.image_size % cfg.patch_size:
+            raise ValueError(f"patch_size must divide image_size={cfg.image_size}, got {cfg.patch_size}")
+        if cfg.depth_input == "coords" and cfg.pe not in ("rope-axial", "rope-mixed", "cayley", "circulant"):
+            raise ValueError(f"depth_input='coords' needs a rotary pe (rope-axial, rope-mixed, cayley, circulant), got "
+                             f"pe={cfg.pe!r}")
 
 
 def _build(model_cfg: dict):
     from string_pe.model import PointSetClassifier, ViT
 
+    if model_cfg["task"] == "images":
+        mode = model_cfg["depth_input"]
+        return ViT(image_size=(model_cfg["image_size"],) * 2, patch_size=model_cfg["patch_size"],
+                   in_chans=4 if mode == "channel" else 3, num_classes=model_cfg["num_classes"], dim=model_cfg["dim"],
+                   depth=model_cfg["depth"], num_heads=model_cfg["heads"], pe=model_cfg["pe"],
+                   coord_dim=3 if mode == "coords" else 2)
     if model_cfg["task"] == "digits":
         return ViT(image_size=(8, 8), patch_size=2, num_classes=10, dim=model_cfg["dim"], depth=model_cfg["depth"],
                    num_heads=model_cfg["heads"], pe=model_cfg["pe"])
@@ -92,6 +153,55 @@ def _data(task: str, split: str, n: int, seed: int):
     return (d.features, d.positions), d.labels
 
 
+_MODES = {"none": "rgb", "coords": "rgbd-3d", "channel": "rgbd-channel"}
+
+
+def _image_splits(root: str, image_size: int, depth: bool, seed: int):
+    """``(train, test, classes)`` of an ImageFolder; each split ``(images, depth | None, labels)``."""
+    from pathlib import Path
+
+    import torch
+
+    from string_pe.images import load_image_folder_rgbd
+
+    r = Path(root)
+    if (r / "train").is_dir() and (r / "test").is_dir():
+        x, d, y, classes = load_image_folder_rgbd(r / "train", image_size=image_size, depth=depth)
+        xt, dt, yt, ct = load_image_folder_rgbd(r / "test", image_size=image_size, depth=depth)
+        if ct != classes:
+            raise ValueError(f"data: train/ and test/ must have the same class folders, got {classes} and {ct}")
+        return (x, d, y), (xt, dt, yt), classes
+    from sklearn.model_selection import train_test_split
+
+    x, d, y, classes = load_image_folder_rgbd(r, image_size=image_size, depth=depth)
+    counts = torch.bincount(y)
+    strat = y.numpy() if len(classes) > 1 and int(counts.min()) >= 2 else None
+    i_tr, i_te = train_test_split(list(range(len(y))), test_size=0.2, random_state=seed, stratify=strat)
+
+    def take(i):
+        return x[i], (d[i] if d is not None else None), y[i]
+
+    return take(i_tr), take(i_te), classes
+
+
+def _train_images(cfg: TrainConfig, rd) -> float:
+    from icml25.checkpoint import save_model
+
+    from string_pe.reproduce import image_inputs
+    from string_pe.train import TrainSettings, accuracy, fit
+
+    (x, d, y), (xt, dt, yt), classes = _image_splits(cfg.data, cfg.image_size, cfg.depth_input != "none", cfg.seed)
+    model_cfg = {"task": "images", "pe": cfg.pe, "dim": cfg.dim, "depth": cfg.depth, "heads": cfg.heads,
+                 "image_size": cfg.image_size, "patch_size": cfg.patch_size, "depth_input": cfg.depth_input,
+                 "num_classes": len(classes), "classes": classes}
+    model = _build(model_cfg)
+    mode = _MODES[cfg.depth_input]
+    fit(model, image_inputs(x, d, mode), y, TrainSettings(epochs=cfg.epochs, lr=cfg.lr, seed=cfg.seed),
+        on_epoch=lambda e, loss: rd.log(e, loss=loss))
+    save_model(rd.path, model, model_cfg)
+    return accuracy(model, image_inputs(xt, dt, mode), yt)
+
+
 def train(cfg: TrainConfig) -> int:
     _validate_train(cfg)
     from icml25.checkpoint import save_model
@@ -105,6 +215,12 @@ def train(cfg: TrainConfig) -> int:
     rd.write_config(cfg)
     rd.write_env(device="cpu")
     seed_everything(cfg.seed)
+    if cfg.data is not None:
+        acc = _train_images(cfg, rd)
+        rd.write_json("eval.json", {"test_accuracy": acc})
+        if not cfg.quiet:
+            print(f"test accuracy {acc:.4f} (held-out images); saved to {rd.target}")
+        return 0
     model_cfg = {"task": cfg.task, "pe": cfg.pe, "dim": cfg.dim, "depth": cfg.depth, "heads": cfg.heads}
     model = _build(model_cfg)
     inputs, labels = _data(cfg.task, "train", cfg.n_train, cfg.seed)
@@ -133,6 +249,17 @@ def evaluate(cfg: EvaluateConfig) -> int:
         raise FileNotFoundError(f"run must be a directory written by `string-pe train`, got {cfg.run!r}")
     model_cfg = load_config(run, required=("task", "pe", "dim", "depth", "heads"))
     model = load_model(run, _build)
+    if model_cfg["task"] == "images":
+        from string_pe.images import load_image_folder_rgbd
+        from string_pe.reproduce import image_inputs
+
+        if cfg.data is None or not Path(cfg.data).is_dir():
+            raise FileNotFoundError(f"data must be an ImageFolder directory for a run trained on images, got {cfg.data!r}")
+        root = Path(cfg.data) / "test" if (Path(cfg.data) / "test").is_dir() else Path(cfg.data)
+        x, d, y, _ = load_image_folder_rgbd(root, image_size=model_cfg["image_size"],
+                                            depth=model_cfg["depth_input"] != "none")
+        print(json.dumps({"test_accuracy": accuracy(model, image_inputs(x, d, _MODES[model_cfg["depth_input"]]), y)}))
+        return 0
     inputs, labels = _data(model_cfg["task"], "test", 500, cfg.seed)
     res = {"test_accuracy": accuracy(model, inputs, labels)}
     if model_cfg["task"] != "digits":
@@ -165,5 +292,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "train": (TrainConfig, train),
         "evaluate": (EvaluateConfig, evaluate),
         "benchmark": (BenchmarkConfig, bench),
+        "make-images": (MakeImagesConfig, make_images),
         "reproduce": (ReproduceOptions, reproduce_command(METHOD)),
     }, argv=argv)

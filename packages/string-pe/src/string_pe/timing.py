@@ -32,8 +32,8 @@ def _times(fn: Callable[[], object], repeats: int, warmup: int = 2) -> list[floa
 
 
 def benchmark(*, head_dim: int = 64, num_heads: int = 4, tokens: int = 256, batch: int = 8, coord_dim: int = 2,
-              repeats: int = 20, seed: int = 0,
-              samples: dict[str, dict[str, list[float]]] | None = None) -> dict[str, dict[str, float]]:
+              repeats: int = 20, seed: int = 0, samples: dict[str, dict[str, list[float]]] | None = None,
+              layers: bool = True) -> dict[str, dict[str, float]]:
     """Seconds per call for every variant: ``{variant: {"enc_fwd", "enc_fwd_bwd", "layer_train", "layer_infer"}}``
     plus ``"cayley-folded"`` (layer inference only, after ``Attention.fold_``). If ``samples`` is a dict, it is
     filled with the time of every repeat in the same layout (``samples[variant][metric][i]`` is repeat ``i``, so
@@ -41,6 +41,7 @@ def benchmark(*, head_dim: int = 64, num_heads: int = 4, tokens: int = 256, batc
 
     All measurements are interleaved round-robin (every repeat times every variant once) after a common warm-up, so
     that load changes on a shared machine and first-call effects hit all variants alike; the minimum is reported.
+    ``layers=False`` times the encodings only (``enc_fwd``, ``enc_fwd_bwd``).
     """
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(batch, num_heads, tokens, head_dim, generator=g)
@@ -62,6 +63,9 @@ def benchmark(*, head_dim: int = 64, num_heads: int = 4, tokens: int = 256, batc
             a, b = enc(qg, kg, pos)
             (a.sum() + b.sum()).backward()
 
+        fns.update({(name, "enc_fwd"): enc_fwd, (name, "enc_fwd_bwd"): enc_fwd_bwd})
+        if not layers:
+            continue
         layer = Attention(dim=dim, num_heads=num_heads, encoding=name, coord_dim=coord_dim)
 
         def layer_train(layer=layer):
@@ -71,8 +75,7 @@ def benchmark(*, head_dim: int = 64, num_heads: int = 4, tokens: int = 256, batc
             with torch.no_grad():
                 layer(x, pos)
 
-        fns.update({(name, "enc_fwd"): enc_fwd, (name, "enc_fwd_bwd"): enc_fwd_bwd,
-                    (name, "layer_train"): layer_train, (name, "layer_infer"): layer_infer})
+        fns.update({(name, "layer_train"): layer_train, (name, "layer_infer"): layer_infer})
         if name == "cayley":
             folded = Attention(dim=dim, num_heads=num_heads, encoding=name, coord_dim=coord_dim)
             folded.load_state_dict(layer.state_dict())

@@ -1,0 +1,77 @@
+"""Budgets of ``string-pe reproduce``: one frozen :class:`Config`, three presets (smoke / quick / full).
+
+Every field is a size of the CPU-scale protocol; the method's own knobs (encodings, inits) live in the modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from icml25.experiment import Budgets
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of the reproduction (defaults = the full run)."""
+
+    seeds: int = 5
+    """Seeds: model init and batch order (and the point sets' data); verdicts are paired over them."""
+    workers: int = 2
+    """Training processes in parallel (one torch thread each)."""
+    lr_grid: tuple[float, ...] = (1e-3, 3e-3, 1e-2)
+    """The learning-rate grid every model is tuned on (extended by one step when the choice is at an edge)."""
+    pts_train: int = 500
+    """2D point sets: training sets per seed."""
+    pts_val: int = 300
+    """2D point sets: validation sets (tuning seed only)."""
+    pts_test: int = 500
+    """2D point sets: test sets per seed."""
+    pts_epochs: int = 8
+    """2D point sets: epochs."""
+    pts_dim: int = 32
+    """Point-set transformer width."""
+    pts_depth: int = 2
+    """Point-set transformer layers."""
+    pts_heads: int = 2
+    """Point-set transformer heads."""
+    img_size: int = 32
+    """Generated RGB-D scenes: side in pixels."""
+    img_patch: int = 8
+    """ViT patch side (32 px / 8 = a 4×4 patch grid + CLS)."""
+    img_train: int = 2000
+    """Generated training images (one set, written as an ImageFolder and read back)."""
+    img_val: int = 500
+    """Generated validation images (tuning)."""
+    img_test: int = 1000
+    """Generated test images."""
+    img_epochs: int = 7
+    """ViT epochs."""
+    vit_dim: int = 32
+    """ViT width."""
+    vit_depth: int = 2
+    """ViT layers."""
+    vit_heads: int = 2
+    """ViT heads (head dim = vit_dim / vit_heads)."""
+    s_init_std: float = 0.1
+    """Initialisation study: std of the random small S of Cayley-STRING."""
+    circ_init_std: float = 0.1
+    """Initialisation study: std of the random (normal) circulant coefficients."""
+    time_dims: tuple[int, ...] = (32, 64, 128, 256)
+    """Head dims of the timing sweep."""
+    time_tokens: int = 256
+    """Timing: tokens per sequence."""
+    time_batch: int = 8
+    """Timing: batch."""
+    time_repeats: int = 10
+    """Timing: interleaved repeats per head dim."""
+
+
+BUDGETS = Budgets(
+    smoke=Config(seeds=1, workers=1, pts_train=64, pts_val=32, pts_test=64, pts_epochs=1, pts_dim=16, pts_depth=1,
+                 img_train=64, img_val=32, img_test=32, img_epochs=1, vit_dim=16, vit_depth=1,
+                 time_dims=(16, 32), time_tokens=16, time_batch=2, time_repeats=2),
+    quick=Config(seeds=3, pts_train=200, pts_val=100, pts_test=200, pts_epochs=4, img_train=400, img_val=200,
+                 img_test=200, img_epochs=3, vit_dim=16, vit_depth=1, time_dims=(32, 64), time_tokens=64,
+                 time_repeats=5),
+    full=Config(),
+)
