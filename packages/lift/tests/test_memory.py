@@ -116,7 +116,8 @@ def test_lr_selection_is_alike_picks_the_best_validation_accuracy_skips_diverged
 
     monkeypatch.setattr(R, "_one_run", fake_run)
     monkeypatch.setattr(R, "_setup", lambda cfg: {"base": nn.Sequential(nn.Linear(4, 3)), "tok": None, "evals": {},
-                                                  "befores": {"source": 1.0, "source_token": 1.0, "target": 0.0}})
+                                                  "befores": {"source": 1.0, "source_token": 1.0, "target": 0.0,
+                                                              "source_generated": 1.0}})
     monkeypatch.setattr(R, "LR_CENTRES", {"lift": 3e-3, "lora": 3e-3})
     cfg = replace(R.BUDGETS.smoke, methods=("lift", "lora"), lr_grid=(1 / 3, 1.0, 3.0, 9.0), extend=1)
     res = R.run_methods(cfg, [0, 1], progress=False)

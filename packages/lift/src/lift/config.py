@@ -22,7 +22,7 @@ class Config:
 
     seeds: int = 5
     """Seeds of every per-seed list (paired by seed across methods)."""
-    steps: int = 100
+    steps: int = 90
     """Optimizer steps of every fine-tuning run (same for every method)."""
     batch_size: int = 32
     n_train: int = 2000
@@ -45,7 +45,7 @@ class Config:
     :data:`lift.finetune.METHODS` but do not fit the 8-minute full run)."""
     lr_grid: tuple[float, ...] = (1 / 3, 1.0, 3.0)
     """Multipliers of each method's default lr (:data:`lift.finetune.DEFAULT_LRS`), same size for every method."""
-    extend: int = 2
+    extend: int = 1
     """A choice at the edge of the lr grid is extended by up to this many grid steps (icml25.tuning)."""
     sweep_ranks: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 0)
     """r_f of the rank sweep; 0 = full rank (W' = W, the magnitude mask)."""
