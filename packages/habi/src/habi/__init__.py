@@ -9,43 +9,30 @@ Public API (torch is imported lazily, on first use)::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from icml25.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-_LAZY = {
-    "HabitualPolicy": ("habi.policy", "HabitualPolicy"),
-    "DiffusionPlanner": ("habi.planner", "DiffusionPlanner"),
-    "PlannerConfig": ("habi.planner", "PlannerConfig"),
-    "HabiConfig": ("habi.model", "HabiConfig"),
-    "HabitizeConfig": ("habi.habitize", "HabitizeConfig"),
-    "Synergy": ("habi.model", "Synergy"),
-    "train_planner": ("habi.planner", "train_planner"),
-    "habitize": ("habi.habitize", "habitize"),
-    "generate_goal_directed_behavior": ("habi.teacher", "generate_goal_directed_behavior"),
-    "load_offline": ("habi.data", "load_offline"),
-}
-_SUBMODULES = ("data", "datagen", "diffusion", "envs", "losses", "model", "nets", "planner", "policy", "teacher",
-               "habitize", "baselines", "benchmark", "reproduce")
-
-__all__ = [*_LAZY, *_SUBMODULES, "__version__"]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "HabitualPolicy": "habi.policy",
+    "DiffusionPlanner": "habi.planner",
+    "PlannerConfig": "habi.planner",
+    "HabiConfig": "habi.model",
+    "HabitizeConfig": "habi.habitize",
+    "Synergy": "habi.model",
+    "train_planner": "habi.planner",
+    "habitize": "habi.habitize",
+    "generate_goal_directed_behavior": "habi.teacher",
+    "load_offline": "habi.data",
+}, submodules=("baselines", "benchmark", "data", "datagen", "diffusion", "envs", "losses", "model", "nets",
+               "planner", "policy", "reproduce", "teacher"))
 
 if TYPE_CHECKING:  # pragma: no cover
-    from habi.data import load_offline
-    from habi.habitize import HabitizeConfig, habitize
-    from habi.model import HabiConfig, Synergy
-    from habi.planner import DiffusionPlanner, PlannerConfig, train_planner
-    from habi.policy import HabitualPolicy
-    from habi.teacher import generate_goal_directed_behavior
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        mod, attr = _LAZY[name]
-        value = getattr(importlib.import_module(mod), attr)
-        globals()[name] = value
-        return value
-    if name in _SUBMODULES:
-        return importlib.import_module(f"habi.{name}")
-    raise AttributeError(f"module 'habi' has no attribute {name!r}")
+    from habi.data import load_offline  # noqa: F401
+    from habi.habitize import HabitizeConfig, habitize  # noqa: F401
+    from habi.model import HabiConfig, Synergy  # noqa: F401
+    from habi.planner import DiffusionPlanner, PlannerConfig, train_planner  # noqa: F401
+    from habi.policy import HabitualPolicy  # noqa: F401
+    from habi.teacher import generate_goal_directed_behavior  # noqa: F401
