@@ -12,12 +12,11 @@ Public API (lazily imported, so ``import string_pe`` does not import torch):
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from icml25.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-_LAZY = {
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "PositionEncoding": "string_pe.base",
     "PositionEncodingError": "string_pe.errors",
     "RoPEAxial": "string_pe.rope",
@@ -32,16 +31,4 @@ _LAZY = {
     "PointSetClassifier": "string_pe.model",
     "FourierAPE": "string_pe.model",
     "Encoder": "string_pe.model",
-}
-
-__all__ = sorted(_LAZY) + ["__version__"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'string_pe' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return __all__
+})
