@@ -11,12 +11,11 @@ Public API (heavy modules are imported lazily, so ``import suica`` does not impo
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from icml25.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-_LAZY = {
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "SUICA": "suica.estimator",
     "SUICAConfig": "suica.config",
     "INRRaw": "suica.baselines",
@@ -31,16 +30,5 @@ _LAZY = {
     "evaluate": "suica.metrics",
     "SUICAInputError": "suica.errors",
     "ExtrapolationError": "suica.errors",
-}
-_SUBMODULES = {"synthetic", "metrics", "losses", "networks", "graph", "coords", "data", "baselines", "config",
-               "estimator", "errors", "reproduce", "cli", "registry", "tl"}
-
-__all__ = sorted(_LAZY) + sorted(_SUBMODULES)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    if name in _SUBMODULES:
-        return importlib.import_module(f"suica.{name}")
-    raise AttributeError(f"module 'suica' has no attribute {name!r}")
+}, submodules=("baselines", "cli", "config", "coords", "data", "errors", "estimator", "graph", "losses", "metrics",
+               "networks", "registry", "reproduce", "synthetic", "tl"))
