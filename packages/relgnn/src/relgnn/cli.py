@@ -56,9 +56,6 @@ class TrainConfig(BaseOptions):
     """Synthetic database: number of 30-day windows."""
     threads: int = 1
     """torch threads (at most 2 on the shared machine)."""
-    ddp: int = 0
-    """Train with this many torch DDP processes on CPU (gloo; each global batch of seed rows is sharded over them,
-    each process samples its shard); 0 = one process."""
 
 
 @dataclass(frozen=True)
@@ -101,10 +98,6 @@ def train(cfg: TrainConfig) -> int:
     # every argument is checked before the heavy imports (torch, torch_geometric, relbench)
     check_positive(cfg, "channels", "num_layers", "num_heads", "epochs", "num_users", "num_items", "num_windows",
                    "threads", "batch_size", "max_steps_per_epoch", prefix="--")
-    if cfg.ddp < 0 or cfg.ddp > 64:
-        raise ValueError(f"--ddp must be 0 (off) or a number of processes in 1..64, got {cfg.ddp}")
-    if cfg.ddp and cfg.sampling != "sampled":
-        raise ValueError("--ddp needs --sampling sampled (it shards mini-batches of seed rows)")
     if not cfg.num_neighbors or any(int(k) <= 0 for k in cfg.num_neighbors):
         raise ValueError(f"--num-neighbors must be one or more positive ints (one per hop), got {list(cfg.num_neighbors)}")
     check_positive(cfg, "lr", integer=False, prefix="--")
@@ -124,26 +117,12 @@ def train(cfg: TrainConfig) -> int:
     rd.write_config(conf)
     rd.write_env(device="cpu")
     graph, td = _prepare(conf)
-    if cfg.ddp:
-        from relgnn.ddp import fit_ddp
-        from relgnn.train import build_model
-
-        fc = _fit_cfg(conf)
-        out = fit_ddp(graph, td, fc, world_size=cfg.ddp)
-        model = build_model(fc, graph, td)
-        model.load_state_dict(out["state"])
-        for e, v in enumerate(out["curve"]):
-            rd.log(e, **{f"val_{td.metric}": v})
-        save_model(rd.path, model, conf)
-        summary = {"metric": td.metric, "val": out["val"], "test": out["test"], "ddp_processes": cfg.ddp}
-        val, test = out["val"], out["test"]
-    else:
-        res = fit(graph, td, _fit_cfg(conf), progress=lambda e, v: rd.log(e, **{f"val_{td.metric}": v}))
-        save_model(rd.path, res.model, conf)
-        summary = {"metric": res.metric, "val": res.val, "test": res.test, "best_epoch": res.best_epoch,
-                   "seconds_per_epoch": sum(res.epoch_seconds) / len(res.epoch_seconds),
-                   "train_rows_per_s": res.train_rows_per_s, "infer_rows_per_s": res.infer_rows_per_s}
-        val, test = res.val, res.test
+    res = fit(graph, td, _fit_cfg(conf), progress=lambda e, v: rd.log(e, **{f"val_{td.metric}": v}))
+    save_model(rd.path, res.model, conf)
+    summary = {"metric": res.metric, "val": res.val, "test": res.test, "best_epoch": res.best_epoch,
+               "seconds_per_epoch": sum(res.epoch_seconds) / len(res.epoch_seconds),
+               "train_rows_per_s": res.train_rows_per_s, "infer_rows_per_s": res.infer_rows_per_s}
+    val, test = res.val, res.test
     rd.write_json("summary.json", summary)
     if not cfg.quiet:
         print(f"{cfg.gnn} L={cfg.num_layers} on {cfg.dataset}/{cfg.task}: val {td.metric} {val:.4f}, "
