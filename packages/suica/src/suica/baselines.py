@@ -115,17 +115,31 @@ class INRRaw:
         self.frame = None
         self.history: list[float] = []
 
+    def _prepare(self, adata, train_idx) -> tuple[np.ndarray, np.ndarray]:
+        """Validate the training spots, remember the gene names and fit the coordinate frame: ``(y, u)``."""
+        sub = _subset(adata, train_idx)
+        y_np, coords = validate_adata(sub)
+        self.var_names = [str(v) for v in sub.var_names]
+        self.frame = CoordFrame.fit(coords, keep_ratio=self.config.keep_ratio)
+        return y_np, self.frame.transform(coords)
+
+    def predict_scores(self, coords, *, allow_extrapolation: bool) -> np.ndarray:
+        """The fitted INR's raw output at ``coords`` (expression for INR-raw, PCA scores for PCA+INR)."""
+        import torch
+
+        if self.frame is None:
+            raise SUICAInputError(f"{type(self).__name__} is not fitted")
+        u = self.frame.transform(coords, allow_extrapolation=allow_extrapolation)
+        with torch.no_grad():
+            return self.model(torch.as_tensor(u, dtype=torch.float32)).numpy()
+
     def fit(self, adata, *, train_idx=None) -> INRRaw:
         import torch
 
         from suica.estimator import fit_inr, spot_spacing
 
         c = self.config
-        sub = _subset(adata, train_idx)
-        y_np, coords = validate_adata(sub)
-        self.var_names = [str(v) for v in sub.var_names]
-        self.frame = CoordFrame.fit(coords, keep_ratio=c.keep_ratio)
-        u_np = self.frame.transform(coords)
+        y_np, u_np = self._prepare(adata, train_idx)
         u = torch.as_tensor(u_np, dtype=torch.float32)
         self.model, self.sigma_, self.selection_ = fit_inr(
             u, torch.as_tensor(y_np), c, spacing=spot_spacing(u_np), out_dim=y_np.shape[1], final="relu",
@@ -133,14 +147,8 @@ class INRRaw:
         return self
 
     def predict(self, coords, *, allow_extrapolation: bool = False):
-        import torch
-
-        if self.frame is None:
-            raise SUICAInputError("INRRaw is not fitted")
         coords = check_coords(coords, name="query coords")
-        u = self.frame.transform(coords, allow_extrapolation=allow_extrapolation)
-        with torch.no_grad():
-            y = self.model(torch.as_tensor(u, dtype=torch.float32)).numpy()
+        y = self.predict_scores(coords, allow_extrapolation=allow_extrapolation)
         return _wrap(coords, y, self.var_names, self.frame)
 
 
@@ -157,11 +165,7 @@ class PCAINR(INRRaw):
         from suica.losses import fit_loss
 
         c = self.config
-        sub = _subset(adata, train_idx)
-        y_np, coords = validate_adata(sub)
-        self.var_names = [str(v) for v in sub.var_names]
-        self.frame = CoordFrame.fit(coords, keep_ratio=c.keep_ratio)
-        u_np = self.frame.transform(coords)
+        y_np, u_np = self._prepare(adata, train_idx)
         self.pca = PCA(n_components=min(c.latent_dim, *y_np.shape), random_state=c.seed).fit(y_np)
         scores = self.pca.transform(y_np).astype(np.float32)  # (n, D)
         self.model, self.sigma_, self.selection_ = fit_inr(
@@ -171,12 +175,6 @@ class PCAINR(INRRaw):
         return self
 
     def predict(self, coords, *, allow_extrapolation: bool = False):
-        import torch
-
-        if self.frame is None:
-            raise SUICAInputError("PCAINR is not fitted")
         coords = check_coords(coords, name="query coords")
-        u = self.frame.transform(coords, allow_extrapolation=allow_extrapolation)
-        with torch.no_grad():
-            s = self.model(torch.as_tensor(u, dtype=torch.float32)).numpy()
+        s = self.predict_scores(coords, allow_extrapolation=allow_extrapolation)
         return _wrap(coords, np.maximum(self.pca.inverse_transform(s), 0.0), self.var_names, self.frame)
