@@ -7,34 +7,21 @@ Public API: :class:`kea.KEA` (the agent; ``learn`` / ``predict`` in the SB3 styl
 
 from __future__ import annotations
 
-from typing import Any
+from icml25.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-_LAZY = {
-    "KEA": ("kea.agent", "KEA"),
-    "Trace": ("kea.agent", "Trace"),
-    "KEAConfigError": ("kea.sac", "KEAConfigError"),
-    "DiscreteSAC": ("kea.sac", "DiscreteSAC"),
-    "ContinuousSAC": ("kea.sac", "ContinuousSAC"),
-    "RND": ("kea.intrinsic", "RND"),
-    "EMARunningMeanStd": ("kea.intrinsic", "EMARunningMeanStd"),
-    "noveld_reward": ("kea.intrinsic", "noveld_reward"),
-    "make_agent": ("kea.variants", "make_agent"),
-    "VARIANTS": ("kea.variants", "VARIANTS"),
-    "DeepSea": ("kea.envs", "DeepSea"),
-    "GridNav": ("kea.envs", "GridNav"),
-}
-
-__all__ = ["__version__", "envs", *_LAZY]
-
-
-def __getattr__(name: str) -> Any:
-    import importlib
-
-    if name == "envs":
-        return importlib.import_module("kea.envs")
-    if name in _LAZY:
-        mod, attr = _LAZY[name]
-        return getattr(importlib.import_module(mod), attr)
-    raise AttributeError(f"module 'kea' has no attribute {name!r}")
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "KEA": "kea.agent",
+    "Trace": "kea.agent",
+    "KEAConfigError": "kea.errors",
+    "DiscreteSAC": "kea.sac",
+    "ContinuousSAC": "kea.sac",
+    "RND": "kea.intrinsic",
+    "EMARunningMeanStd": "kea.intrinsic",
+    "noveld_reward": "kea.intrinsic",
+    "make_agent": "kea.variants",
+    "VARIANTS": "kea.variants",
+    "DeepSea": "kea.envs",
+    "GridNav": "kea.envs",
+}, submodules=("envs",))
