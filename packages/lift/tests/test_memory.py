@@ -160,9 +160,9 @@ def test_teacher_forced_exact_match_equals_greedy_generation_exact_match(tok):
     from lift.finetune import answer_scores
 
     model = build_tiny_lm(tok, hidden_size=48, num_layers=1, seed=0)
-    train = make_examples("add", 256, seed=0, split="train")
-    finetune(model, tok, train, optimizer=torch.optim.AdamW(model.parameters(), lr=3e-3), steps=150, batch_size=32)
-    ex = make_examples("add", 96, seed=1, split="test")
+    train = make_examples("add", 32, seed=0, split="train")
+    finetune(model, tok, train, optimizer=torch.optim.AdamW(model.parameters(), lr=1e-2), steps=200, batch_size=32)
+    ex = train + make_examples("add", 32, seed=1, split="test")  # memorised + unseen: an accuracy inside (0, 1)
     sc = answer_scores(model, tok, ex)
     gen = exact_match(model, tok, ex)
     assert 0.0 < gen < 1.0  # partly trained: the comparison is not trivial
