@@ -32,3 +32,16 @@ def hub_kwargs(*, timeout: float = 2.0) -> dict[str, bool]:
     if offline_env() or not hub_reachable(timeout=timeout):
         return {"local_files_only": True}
     return {}
+
+
+def model_kwargs(kw: dict[str, bool]) -> dict:
+    """``kw`` (from :func:`hub_kwargs`, or ``{"local_files_only": True}`` for a folder) for ``AutoModel*.from_pretrained``.
+
+    When cache-only, transformers still looks for a PEFT ``adapter_config.json`` on the hub with its own keyword
+    arguments (``adapter_kwargs``), and huggingface_hub retries that for ~23 s unless ``HF_HUB_OFFLINE`` was set
+    before it was imported; this passes ``local_files_only`` to that lookup too. (Tokenizers take ``kw`` as it is.)
+    """
+    out = dict(kw)
+    if kw.get("local_files_only"):
+        out["adapter_kwargs"] = {"local_files_only": True}
+    return out

@@ -78,13 +78,13 @@ def load_model(path_or_id: str, *, attn_implementation: str = "sdpa") -> Any:
     for a hub id (fails with a clear error offline)."""
     from pathlib import Path
 
-    from icml25.hub import hub_kwargs
+    from icml25.hub import hub_kwargs, model_kwargs
     from transformers import AutoModelForCausalLM
 
     kw = {"local_files_only": True} if Path(path_or_id).exists() else hub_kwargs()  # offline: fail in seconds
     try:
         model = AutoModelForCausalLM.from_pretrained(path_or_id, torch_dtype=torch.float32,
-                                                     attn_implementation=attn_implementation, **kw)
+                                                     attn_implementation=attn_implementation, **model_kwargs(kw))
     except OSError as exc:
         raise AttnConsensusError(f"--model {path_or_id!r}: cannot load it ({exc.__class__.__name__}: "
                                  f"{str(exc).splitlines()[0][:200]}); pass a local folder or go online") from None

@@ -53,12 +53,12 @@ def load_base(path: str) -> tuple[Any, Any]:
     try:
         from pathlib import Path
 
-        from icml25.hub import hub_kwargs
+        from icml25.hub import hub_kwargs, model_kwargs
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         kw = {"local_files_only": True} if Path(path).is_dir() else hub_kwargs()  # never a download when offline
         tok = AutoTokenizer.from_pretrained(path, **kw)
-        model = AutoModelForCausalLM.from_pretrained(path, **kw)
+        model = AutoModelForCausalLM.from_pretrained(path, **model_kwargs(kw))
     except OSError as exc:
         raise LciaError(f"model {path!r} could not be loaded (a local folder, or a hub id with network access): "
                         f"{str(exc).splitlines()[0]}") from None

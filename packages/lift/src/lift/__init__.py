@@ -10,11 +10,11 @@ Public API (heavy modules are imported lazily)::
 
 from __future__ import annotations
 
-from typing import Any
+from icml25.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-_LAZY = {
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "principal_mask": "lift.masks",
     "magnitude_mask": "lift.masks",
     "random_mask": "lift.masks",
@@ -38,18 +38,4 @@ _LAZY = {
     "ModelLoadError": "lift.models",
     "LiftConfigError": "lift.errors",
     "MaskError": "lift.errors",
-}
-
-__all__ = sorted(_LAZY) + ["__version__"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'lift' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return __all__
+})

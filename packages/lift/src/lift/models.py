@@ -59,12 +59,13 @@ def load_model(model: str, *, tiny: TinySpec | None = None, cache_dir: str | os.
     if not is_local and (model.startswith((".", "/", "~")) or os.sep in model.strip("/").replace("/", "", 1)):
         raise ModelLoadError(f"model folder {model!r} does not exist")
     from icml25.errors import user_message
-    from icml25.hub import hub_kwargs
+    from icml25.hub import hub_kwargs, model_kwargs
 
     kw = {"local_files_only": True} if is_local else hub_kwargs()  # offline: fail in seconds, no retries
     where = "local folder" if is_local else "Hugging Face model id (this needs the network or a filled HF cache)"
     try:
-        m = AutoModelForCausalLM.from_pretrained(str(path) if is_local else model, torch_dtype=torch.float32, **kw)
+        m = AutoModelForCausalLM.from_pretrained(str(path) if is_local else model, torch_dtype=torch.float32,
+                                                 **model_kwargs(kw))
         if is_local and (path / _TOKENIZER_MARKER).exists():
             from icml25.testbeds.lm import build_tokenizer
 
