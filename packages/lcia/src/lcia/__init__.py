@@ -7,7 +7,7 @@ from icml25.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-_getattr, __dir__, __all__ = lazy_exports(__name__, {
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "Config": "lcia.config",
     "DEMA": "lcia.dema",
     "dema_alpha": "lcia.dema",
@@ -19,13 +19,4 @@ _getattr, __dir__, __all__ = lazy_exports(__name__, {
     "default_stream": "lcia.data",
     "load_jsonl_stream": "lcia.data",
     "LciaError": "lcia.errors",
-})
-__all__ = [*__all__, "metrics"]
-
-
-def __getattr__(name: str):
-    if name == "metrics":  # the submodule lcia.metrics (forgetting, bwt, average_accuracy)
-        import importlib
-
-        return importlib.import_module("lcia.metrics")
-    return _getattr(name)
+}, submodules=("metrics",))  # lcia.metrics: forgetting, bwt, average_accuracy

@@ -7,15 +7,11 @@ Import is cheap: public names and the submodules ``pes.envs``, ``pes.estimators`
 resolve on first use.
 """
 
-import importlib
-
 from icml25.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("envs", "estimators", "sigma", "optim", "algorithms", "config", "reproduce")
-
-_getattr, _dir, __all__ = lazy_exports(__name__, {
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "PES": "pes.algorithms",
     "SLPG": "pes.algorithms",
     "fixed_sigma": "pes.algorithms",
@@ -26,14 +22,4 @@ _getattr, _dir, __all__ = lazy_exports(__name__, {
     "make_env": "pes.envs",
     "Config": "pes.config",
     "PesError": "pes.errors",
-})
-
-
-def __getattr__(name: str):
-    if name in _SUBMODULES:
-        return importlib.import_module(f"pes.{name}")
-    return _getattr(name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(_dir()) | set(_SUBMODULES))
+}, submodules=("envs", "estimators", "sigma", "optim", "algorithms", "config", "reproduce"))
