@@ -289,24 +289,73 @@ def test_propagate_diagonal_with_exact_prior_and_fine_steps_recovers_the_data():
 
 
 # ------------------------------------------------------------------------------------------------ learned score
+def _equivariance_gaps(net, n=7, seed=0):
+    """max |s(PX, PAPᵀ) - (P s_X, P s_A Pᵀ)| for the X and the A head, float64."""
+    import torch
+
+    torch.manual_seed(seed)
+    X = torch.randn(2, n, 3, dtype=torch.float64)
+    A = torch.tensor(np.stack([powerlaw_graph(n, 2, seed=s) for s in (0, 1)]))
+    t = torch.tensor([0.3, 0.8], dtype=torch.float64)
+    P = torch.eye(n, dtype=torch.float64)[torch.randperm(n)]
+    with torch.no_grad():
+        sx, sa = net(X, A, t)
+        psx, psa = net(P @ X, P @ A @ P.T, t)
+    return float((psx - P @ sx).abs().max()), float((psa - P @ sa @ P.T).abs().max()), (X, A, t, P, sx, sa)
+
+
 def test_score_network_is_permutation_equivariant_and_symmetric():
     import torch
     from sggm.score_net import ScoreNetwork
 
     torch.manual_seed(0)
     net = ScoreNetwork(n_features=3, hidden=8, depth=2).double()
-    n = 7
-    X = torch.randn(2, n, 3, dtype=torch.float64)
-    A = torch.tensor(np.stack([powerlaw_graph(n, 2, seed=s) for s in (0, 1)]))
-    t = torch.tensor([0.3, 0.8], dtype=torch.float64)
-    P = torch.eye(n, dtype=torch.float64)[torch.randperm(n)]
-    sx, sa = net(X, A, t)
-    psx, psa = net(P @ X, P @ A @ P.T, t)
-    torch.testing.assert_close(psx, P @ sx, rtol=1e-10, atol=1e-12)
-    torch.testing.assert_close(psa, P @ sa @ P.T, rtol=1e-10, atol=1e-12)
+    gx, ga, (X, A, t, P, sx, sa) = _equivariance_gaps(net)
+    assert gx < 1e-12 and ga < 1e-12
     torch.testing.assert_close(sa, sa.transpose(-1, -2))
-    # negative control: permuting X alone (graph left in place) changes the output
+    assert torch.all(torch.diagonal(sa, dim1=-2, dim2=-1) == 0)
+    # negative control 1: permuting X alone (graph left in place) changes the output
     assert (net(P @ X, A, t)[0] - P @ sx).abs().max() > 1e-6
+
+    # negative control 2: a node-index embedding (what a non-equivariant score model does) breaks the identity
+    class Positional(ScoreNetwork):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.pos = torch.nn.Parameter(torch.randn(7, 3))
+
+        def forward(self, X, A, t, *, heads="xa"):
+            return super().forward(X + self.pos.to(X.dtype), A, t, heads=heads)
+
+    torch.manual_seed(0)
+    bad = Positional(n_features=3, hidden=8, depth=2).double()
+    bx, ba, _ = _equivariance_gaps(bad)
+    assert bx > 1e-3 and ba > 1e-3
+
+
+def test_gcn_layers_are_pyg_dense_gcn_conv_with_the_gcn_equation():
+    import torch
+    from sggm.score_net import ScoreNetwork
+    from torch_geometric.nn import DenseGCNConv
+
+    net = ScoreNetwork(n_features=2, hidden=5, depth=2).double()
+    assert all(type(c) is DenseGCNConv for c in net.convs)
+    conv = net.convs[0]
+    torch.nn.init.normal_(conv.bias)
+    torch.manual_seed(1)
+    h = torch.randn(3, 6, 5, dtype=torch.float64)
+    z = torch.triu(torch.randn(3, 6, 6, dtype=torch.float64), 1)
+    a = z + z.transpose(-1, -2)  # a noisy, continuous A_t: signed weights, zero diagonal
+    a_hat = a + torch.eye(6, dtype=torch.float64)
+    dinv = a_hat.sum(-1).clamp(min=1.0).rsqrt()
+    ref = (dinv[..., :, None] * a_hat * dinv[..., None, :]) @ (h @ conv.lin.weight.T) + conv.bias
+    torch.testing.assert_close(conv(h, a), ref, rtol=1e-12, atol=1e-12)
+    # negative control: without the self-loops the equation gives something else
+    d0 = a.sum(-1).clamp(min=1.0).rsqrt()
+    no_loop = (d0[..., :, None] * a * d0[..., None, :]) @ (h @ conv.lin.weight.T) + conv.bias
+    assert (conv(h, a) - no_loop).abs().max() > 1e-3
+    # the parameter names and shapes of the checkpoints
+    names = {k: tuple(v.shape) for k, v in net.state_dict().items() if k.startswith("convs.0")}
+    assert names == {"convs.0.lin.weight": (5, 5), "convs.0.bias": (5,)}
 
 
 def test_training_reduces_the_dsm_loss_and_is_deterministic():

@@ -2,9 +2,10 @@
 
 Score networks ``s_θ(X, A, t) ≈ ∇_X log p_t(X, A)`` and ``s_φ(X, A, t) ≈ ∇_A log p_t(X, A)``:
 
-* node states ``H⁰ = [X, emb(t)]``, then ``K`` dense GCN layers (``DenseGCNConv``: ``H' = D̂^{-1/2} Â D̂^{-1/2} H W``,
-  ``Â = A_t + I`` with the noisy, continuous adjacency as edge weights, degrees clamped at 1 as in PyG/GDSS) with
-  ``tanh`` and the time embedding added at every layer;
+* node states ``H⁰ = [X, emb(t)]``, then ``K`` dense GCN layers, PyG's
+  :class:`torch_geometric.nn.DenseGCNConv`: ``H' = D̂^{-1/2} Â D̂^{-1/2} H W + b``, ``Â`` = the noisy, continuous
+  adjacency ``A_t`` as edge weights with its diagonal set to 1 (self-loops; A_t has a zero diagonal, so ``Â = A_t + I``),
+  ``D̂ = diag(Â 1)`` clamped at 1 (as in PyG and GDSS); ``tanh`` and the time embedding added at every layer;
 * ``s_X = -ε̂_X(H) / √v_t`` (a per-node linear read-out, ``[B, n, F]``);
 * ``s_A = -ε̂_A / √v_t`` with ``ε̂_A[i, j] = MLP([h_i + h_j, h_i ⊙ h_j, A_t[i, j], emb(t)])``: symmetric by
   construction, zero diagonal, ``[B, n, n]``.
@@ -15,7 +16,9 @@ Loss (time-weighted DSM, weight ``λ(t) = v_t``): ``E_t E ‖√v_t s(X_t, A_t, 
 whose minimiser is the score ``∇ log p_t``; the regression target of the score itself is
 ``-(Y_t - a_t Y_0)/v_t = -z/√v_t``.
 
-PyG is not a dependency of this package, so ``DenseGCNConv`` is written here (same equation as PyG's).
+The GCN layers are PyG's ``DenseGCNConv`` (parameters ``convs.k.lin.weight`` ``[hidden, hidden]`` and
+``convs.k.bias`` ``[hidden]``: the same names and shapes as the hand-written layer of sggm 0.1, so its checkpoints
+still load). PyG is imported on first use of this module (about 10 s cold).
 """
 
 from __future__ import annotations
@@ -25,25 +28,10 @@ import math
 import numpy as np
 import torch
 from torch import nn
+from torch_geometric.nn import DenseGCNConv
 
 from sggm.errors import SggmError
 from sggm.sde import VE, VP
-
-
-class DenseGCNConv(nn.Module):
-    """``H' = D̂^{-1/2} (A + I) D̂^{-1/2} H W + b`` for dense ``A [B, n, n]``, ``H [B, n, d_in]``."""
-
-    def __init__(self, d_in: int, d_out: int) -> None:
-        super().__init__()
-        self.lin = nn.Linear(d_in, d_out, bias=False)
-        self.bias = nn.Parameter(torch.zeros(d_out))
-
-    def forward(self, h: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
-        n = a.shape[-1]
-        a_hat = a + torch.eye(n, dtype=a.dtype, device=a.device)
-        dinv = a_hat.sum(-1).clamp(min=1.0).rsqrt()  # [B, n]
-        a_norm = dinv.unsqueeze(-1) * a_hat * dinv.unsqueeze(-2)
-        return a_norm @ self.lin(h) + self.bias
 
 
 def time_embedding(t: torch.Tensor, dim: int) -> torch.Tensor:
