@@ -65,6 +65,42 @@ def test_pes_with_one_phase_is_plain_gpomdp_pgpe_bit_for_bit(exploration):
     assert not np.array_equal(two, theta)
 
 
+@pytest.mark.parametrize("exploration", ["action", "parameter"])
+def test_pes_reset_and_sigma2_options_equal_an_independent_phase_loop(exploration):
+    """reset_optimizer: a fresh Adam at each phase; lr_schedule="sigma2": the step is lr (σ_p/σ_0)² (the theory's
+    ζ_p). Both equal a loop written here from the estimators, bit for bit; the released default (Adam carried over,
+    constant step) is a different run (negative control)."""
+    env = LQR.official(horizon=5)
+    P, K, lr, n, s0 = 3, 4, 0.05, 6, 0.8
+    sig = s0 / np.arange(1, P + 1)
+
+    def loop(reset: bool, sigma2: bool) -> np.ndarray:
+        rng, theta, opt = np.random.default_rng(4), np.zeros(env.theta_dim), Adam(lr)
+        for p in range(P):
+            if reset:
+                opt = Adam(lr)
+            for _ in range(K):
+                ro = env.rollout(theta, sigma=sig[p], batch=n, rng=rng, exploration=exploration)
+                if exploration == "action":
+                    g = gpomdp(ro.rewards, action_scores(ro.states, ro.actions, ro.means, sig[p]), env.gamma)
+                else:
+                    g = pgpe(ro.returns(env.gamma), ro.thetas, theta, sig[p])
+                theta = opt.step(theta, g, scale=(sig[p] / s0) ** 2 if sigma2 else 1.0)
+        return theta
+
+    def ours(**kw) -> np.ndarray:
+        return PES(env, exploration=exploration, phases=P, iters_per_phase=K, sigma0=s0, lr=lr, batch=n, seed=4,
+                   **kw).learn().theta
+
+    reset, sigma2, released = ours(reset_optimizer=True), ours(lr_schedule="sigma2"), ours()
+    np.testing.assert_array_equal(reset, loop(True, False))
+    np.testing.assert_array_equal(sigma2, loop(False, True))
+    np.testing.assert_array_equal(released, loop(False, False))
+    assert not np.array_equal(reset, released) and not np.array_equal(sigma2, released)   # negative controls
+    with pytest.raises(PesError, match="lr_schedule"):
+        PES(env, lr_schedule="sigma")
+
+
 def test_pes_same_seed_same_numbers_other_seed_differs():
     env = LQR.scalar(horizon=5)
     a = PES(env, phases=2, iters_per_phase=5, batch=8, seed=1).learn()

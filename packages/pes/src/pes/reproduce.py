@@ -54,6 +54,14 @@ def method_specs(cfg: Config) -> dict[str, Callable[..., Any]]:
     specs: dict[str, Callable[..., Any]] = {f"fixed σ={s:g}": fixed(s) for s in cfg.static_sigmas}
     specs["PES"] = lambda env, x, lr, seed, it, **kw: PES(env, exploration=x, phases=P, iters_per_phase=it // P,
                                                            sigma0=1.0, sigma_exponent=1.0, lr=lr, seed=seed, **kw)
+    # ablations of PES (same schedule, same grid, same seeds): the released code carries Adam's moments across
+    # phases; "reset Adam" starts each phase with a fresh Adam, "ζ∝σ²" scales the step by (σ_p/σ_0)² (the theory's ζ_p)
+    specs["PES reset Adam"] = lambda env, x, lr, seed, it, **kw: PES(
+        env, exploration=x, phases=P, iters_per_phase=it // P, sigma0=1.0, sigma_exponent=1.0, lr=lr, seed=seed,
+        reset_optimizer=True, **kw)
+    specs["PES ζ∝σ²"] = lambda env, x, lr, seed, it, **kw: PES(
+        env, exploration=x, phases=P, iters_per_phase=it // P, sigma0=1.0, sigma_exponent=1.0, lr=lr, seed=seed,
+        lr_schedule="sigma2", **kw)
     specs["PES dynamic"] = lambda env, x, lr, seed, it, **kw: PES(env, exploration=x, phases=it, iters_per_phase=1,
                                                                    sigma0=1.0, sigma_exponent=0.5, lr=lr, seed=seed,
                                                                    **kw)
@@ -76,6 +84,25 @@ def _label(name: str, exploration: str) -> str:
     if name.startswith("fixed"):
         return ("GPOMDP " if exploration == "action" else "PGPE ") + name.split(" ", 1)[1]
     return f"{name} ({EXPLORATIONS[exploration]})"
+
+
+ABLATIONS = ("PES reset Adam", "PES ζ∝σ²")
+"""PES variants measured beside the released PES (options ``reset_optimizer=True`` and ``lr_schedule="sigma2"``)."""
+
+
+def ablation_rows(gaps: dict[str, list[float]], sel: dict[str, Any], pes: str) -> list[list[Any]]:
+    """One row per PES variant: chosen lr, gap, paired difference to ``pes`` and a two-sided paired t-test p."""
+    from scipy import stats
+
+    xs = pes.rsplit("(", 1)[1].rstrip(")")
+    base = np.asarray(gaps[pes])
+    rows: list[list[Any]] = [[pes + " (released: state carried)", sel[pes].params["lr"], _fmt(base), "—", "—"]]
+    for name in ABLATIONS:
+        lab = f"{name} ({xs})"
+        d = np.asarray(gaps[lab]) - base
+        p = float(stats.ttest_rel(gaps[lab], base).pvalue) if d.size >= 3 and np.ptp(d) > 0 else float("nan")
+        rows.append([lab, sel[lab].params["lr"], _fmt(gaps[lab]), _fmt(d), p])
+    return rows
 
 
 def lqr_env(cfg: Config) -> LQR:
@@ -181,6 +208,11 @@ def lqr_comparison(cfg: Config, seeds: list[int], out: Path) -> Section:
                   ["method", "Adam lr", "final det. gap", "final σ", "mean J_†(K*, σ_k) − J_†(θ_k, σ_k)"],
                   [[lab, sel[lab].params["lr"], _fmt(gaps[lab]), _fmt(sigmas[lab]), _fmt(sgaps[lab])]
                    for lab in gaps])
+        sec.table(f"{xs}: PES ablations against the released PES (Adam state carried across phases), same seeds "
+                  "and step grid: final deterministic gap, paired difference (variant − released; negative = the "
+                  "variant ends closer to K*) and its two-sided paired t-test",
+                  ["variant", "Adam lr", "final det. gap", "paired difference", "two-sided p"],
+                  ablation_rows(gaps, sel, pes))
         fname = f"lqr_gap_{xs}.png"
         learning_curves({k: np.stack(v) for k, v in curves.items()}, out / fname, x=xs_samples,
                         xlabel="samples (iterations × N × T)", ylabel="J_D(K*) − J_D(θ_k) (exact)",
@@ -331,8 +363,9 @@ def timing(cfg: Config, seeds: list[int], out: Path) -> Section:
     rows, ratio = [], {}
     for x, xs in EXPLORATIONS.items():
         per = {k: [] for k in ("fixed σ=1", "PES", "SL-PG exp")}
-        for s in seeds:
-            for name in per:
+        names = list(per)
+        for i, s in enumerate(seeds):
+            for name in names[i % 3:] + names[:i % 3]:              # rotate the order: no method always runs first
                 key = name if name in specs else next(k for k in specs if k.startswith("fixed"))
                 ln = specs[key](env, x, 0.01, s, it, batch=cfg.batch, eval_every=10 ** 9)
                 t0 = time.perf_counter()
@@ -385,6 +418,7 @@ def swimmer(cfg: Config, seeds: list[int], out: Path) -> Section:
     for x, xs in EXPLORATIONS.items():
         runs = {
             _label("fixed σ=1", x): fixed_sigma(env, exploration=x, sigma=1.0, iterations=it, **kw),
+            _label("fixed σ=0.1", x): fixed_sigma(env, exploration=x, sigma=0.1, iterations=it, **kw),
             _label("PES", x): PES(env, exploration=x, phases=P, iters_per_phase=it // P, **kw),
             _label("SL-PG exp", x): SLPG(env, exploration=x, phases=it, iters_per_phase=1, **kw),
         }
