@@ -76,6 +76,56 @@ class ReproduceOptions(BaseOptions):
 _OPEN_RUNS: list[Any] = []  # run folders a command opened with open_run_dir; method_main commits or aborts them
 
 
+def nested_config(config_type: type, default: Any, *, hide: Sequence[str] = (),
+                  aliases: Mapping[str, Sequence[str]] | None = None) -> tuple[Any, Any]:
+    """Nest a method's frozen config dataclass in a command's options, its fields as top-level flags.
+
+    Returns ``(annotation, default)`` for one field of the command's options::
+
+        _FIT, _FIT_DEFAULT = nested_config(FitConfig, FitConfig.cpu(), hide=("seed",))
+
+        @dataclass(frozen=True)
+        class TrainConfig(BaseOptions):
+            fit: _FIT = _FIT_DEFAULT
+
+    so that ``--lr``, ``--channels`` ... are the config's own fields, help texts and defaults (no copy of them in
+    the CLI). ``hide`` drops fields the command's options already carry (``seed``: the command's ``--seed`` is
+    passed on with ``.resolve(seed=cfg.seed)``); ``aliases`` keeps older flag names (``{"n_clients": ("--clients",)}``).
+    The parsed value is an instance of a CLI-only subclass; ``.resolve(**overrides)`` returns the plain config
+    (picklable, ``type(x) is config_type``).
+    """
+    from dataclasses import MISSING, field, fields, make_dataclass
+    from typing import Annotated, get_type_hints
+
+    import tyro
+
+    if not isinstance(default, config_type):
+        raise TypeError(f"default must be a {config_type.__name__}, got {type(default).__name__}")
+    names = {f.name for f in fields(config_type)}
+    aliases = dict(aliases or {})
+    unknown = (set(hide) | set(aliases)) - names
+    if unknown:
+        raise TypeError(f"{config_type.__name__} has no field(s) {sorted(unknown)}")
+    hints = get_type_hints(config_type, include_extras=True)
+    spec = []
+    for f in fields(config_type):
+        if f.name in hide or f.name in aliases:
+            marker = tyro.conf.Suppress if f.name in hide else tyro.conf.arg(aliases=tuple(aliases[f.name]))
+            dflt = f.default if f.default is not MISSING else getattr(default, f.name)
+            spec.append((f.name, Annotated[hints[f.name], marker], field(default=dflt)))
+
+    def resolve(self, **overrides):
+        return config_type(**({f.name: getattr(self, f.name) for f in fields(config_type)} | overrides))
+
+    view = make_dataclass(config_type.__name__, spec, bases=(config_type,), frozen=True,
+                          namespace={"resolve": resolve})
+    view.__doc__ = config_type.__doc__
+    view.__module__ = config_type.__module__
+    view.__qualname__ = f"{config_type.__qualname__}.<cli>"
+    inst = view(**{f.name: getattr(default, f.name) for f in fields(config_type)})
+    return Annotated[view, tyro.conf.OmitArgPrefixes], inst
+
+
 def open_run_dir(name: str, opts: BaseOptions, *, resume: bool = False):
     """The command's run folder (``--out``, default ``runs/<name>/<timestamp>``), staged unless ``resume``.
 

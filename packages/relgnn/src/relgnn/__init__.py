@@ -23,6 +23,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "RelGraph": "relgnn.graph",
     "TemporalSampler": "relgnn.sampler",
     "fit": "relgnn.train",
-    "FitConfig": "relgnn.train",
+    "FitConfig": "relgnn.config",
     "prepare_task": "relgnn.train",
 }, submodules=("synthetic",))

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import (
+    BaseOptions,
+    ReproduceOptions,
+    method_main,
+    nested_config,
+    open_run_dir,
+    reproduce_command,
+)
 
+from relgnn.config import FitConfig
 from relgnn.registry import METHOD
+
+_FIT, _FIT_DEFAULT = nested_config(FitConfig, FitConfig.cpu(), hide=("seed",))
 
 
 @dataclass(frozen=True)
@@ -21,33 +31,6 @@ class TrainConfig(BaseOptions):
     'org/repo/subdir', or a local folder with manifest.yaml + parquet."""
     task: str = "user-churn"
     """Task name (synthetic: user-churn, user-ltv, user-item-purchase, post-reply; rel-f1: driver-top3, ...)."""
-    gnn: Literal["relgnn", "relgnn-mean", "sage", "sage-mean"] = "relgnn"
-    """Model: RelGNN, its mean-instead-of-attention ablation, or RelBench's HeteroGraphSAGE (sum / mean)."""
-    channels: int = 32
-    """Hidden width C."""
-    num_layers: int = 1
-    """Number of message-passing layers L."""
-    num_heads: int = 2
-    """Attention heads H (RelGNN)."""
-    epochs: int = 8
-    """Training epochs."""
-    lr: float = 0.01
-    """Adam learning rate."""
-    simplified_mp: bool = False
-    """The official code's graph-level skip rule for empty routes (default: per-node semantics)."""
-    route_aggr: Literal["sum", "mean"] = "sum"
-    """How a node type combines the updates of its routes."""
-    sampling: Literal["sampled", "full"] = "sampled"
-    """'sampled': mini-batches of seed rows on temporal neighbour samples (RelBench's recipe, the default);
-    'full': full-graph time snapshots, one step per training seed time (entity tasks only)."""
-    num_neighbors: tuple[int, ...] = (128, 64)
-    """Per-hop fan-out of the temporal sampler (one value per hop; RelBench / RelGNN default 128, 64)."""
-    temporal_strategy: Literal["uniform", "last"] = "uniform"
-    """Which visible neighbours the sampler keeps when there are more than the fan-out."""
-    batch_size: int = 512
-    """Seed rows per mini-batch."""
-    max_steps_per_epoch: int = 2000
-    """At most this many mini-batches per epoch (RelBench's cap)."""
     num_users: int = 200
     """Synthetic database: number of users."""
     num_items: int = 80
@@ -56,6 +39,8 @@ class TrainConfig(BaseOptions):
     """Synthetic database: number of 30-day windows."""
     threads: int = 1
     """torch threads (at most 2 on the shared machine)."""
+    fit: _FIT = _FIT_DEFAULT
+    """The model and its training (relgnn.config.FitConfig; defaults: FitConfig.cpu())."""
 
 
 @dataclass(frozen=True)
@@ -68,16 +53,13 @@ class EvaluateConfig(BaseOptions):
     """Split to evaluate."""
 
 
-_FIT_KEYS = ("gnn", "channels", "num_layers", "num_heads", "epochs", "lr", "simplified_mp", "route_aggr", "seed",
-             "sampling", "num_neighbors", "temporal_strategy", "batch_size", "max_steps_per_epoch")
-_CONFIG_KEYS = _FIT_KEYS + ("dataset", "task", "num_users", "num_items", "num_windows")
+_DATA_KEYS = ("dataset", "task", "num_users", "num_items", "num_windows", "seed")
 
 
-def _fit_cfg(cfg: dict):
-    from relgnn.train import FitConfig
-
-    kw = {k: cfg[k] for k in _FIT_KEYS}
-    kw["num_neighbors"] = tuple(int(x) for x in kw["num_neighbors"])
+def _fit_cfg(conf: dict) -> FitConfig:
+    """The FitConfig saved in a run's model_config.json (the keys of ``FitConfig``, flat beside the data keys)."""
+    kw = {f.name: conf[f.name] for f in fields(FitConfig) if f.name in conf}
+    kw["num_neighbors"] = tuple(int(x) for x in kw.get("num_neighbors", FitConfig.num_neighbors))
     return FitConfig(**kw)
 
 
@@ -96,11 +78,8 @@ def train(cfg: TrainConfig) -> int:
     from icml25.errors import check_positive
 
     # every argument is checked before the heavy imports (torch, torch_geometric, relbench)
-    check_positive(cfg, "channels", "num_layers", "num_heads", "epochs", "num_users", "num_items", "num_windows",
-                   "threads", "batch_size", "max_steps_per_epoch", prefix="--")
-    if not cfg.num_neighbors or any(int(k) <= 0 for k in cfg.num_neighbors):
-        raise ValueError(f"--num-neighbors must be one or more positive ints (one per hop), got {list(cfg.num_neighbors)}")
-    check_positive(cfg, "lr", integer=False, prefix="--")
+    check_positive(cfg, "num_users", "num_items", "num_windows", "threads", prefix="--")
+    fc = cfg.fit.resolve(seed=cfg.seed).validate(flags=True)
     if cfg.dataset == "synthetic":
         from relgnn.synthetic import TASKS
 
@@ -112,12 +91,13 @@ def train(cfg: TrainConfig) -> int:
 
     from relgnn.train import fit
     torch.set_num_threads(min(cfg.threads, 2))
-    conf = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()}
+    # model_config.json: the data keys and FitConfig's fields side by side (flat, as `relgnn evaluate` reads them)
+    conf = {k: getattr(cfg, k) for k in _DATA_KEYS} | asdict(fc) | {"threads": cfg.threads}
     rd = open_run_dir("relgnn", cfg)
     rd.write_config(conf)
     rd.write_env(device="cpu")
     graph, td = _prepare(conf)
-    res = fit(graph, td, _fit_cfg(conf), progress=lambda e, v: rd.log(e, **{f"val_{td.metric}": v}))
+    res = fit(graph, td, fc, progress=lambda e, v: rd.log(e, **{f"val_{td.metric}": v}))
     save_model(rd.path, res.model, conf)
     summary = {"metric": res.metric, "val": res.val, "test": res.test, "best_epoch": res.best_epoch,
                "seconds_per_epoch": sum(res.epoch_seconds) / len(res.epoch_seconds),
@@ -125,7 +105,7 @@ def train(cfg: TrainConfig) -> int:
     val, test = res.val, res.test
     rd.write_json("summary.json", summary)
     if not cfg.quiet:
-        print(f"{cfg.gnn} L={cfg.num_layers} on {cfg.dataset}/{cfg.task}: val {td.metric} {val:.4f}, "
+        print(f"{fc.gnn} L={fc.num_layers} on {cfg.dataset}/{cfg.task}: val {td.metric} {val:.4f}, "
               f"test {test:.4f}  -> {rd.target}")
     return 0
 
@@ -137,7 +117,7 @@ def evaluate(cfg: EvaluateConfig) -> int:
 
     if not (cfg.run / "model_config.json").exists():
         raise FileNotFoundError(f"--run {cfg.run}: no model_config.json there (write one with `relgnn train`)")
-    conf = load_config(cfg.run, required=_CONFIG_KEYS)  # checked before the heavy imports
+    conf = load_config(cfg.run, required=_DATA_KEYS + ("gnn", "channels", "num_layers"))  # checked before the heavy imports
 
     import torch
     from icml25.checkpoint import load_model

@@ -21,11 +21,10 @@ from torch import Tensor, nn
 from torch_geometric.data import HeteroData
 from torch_geometric.nn import PositionalEncoding
 
+from relgnn.config import GNN_KINDS  # noqa: F401 (re-exported; one list in the light config module)
 from relgnn.conv import HeteroGraphSAGE, RelGNN, mkey, reset_all
 from relgnn.errors import ConfigError, check_positive
 from relgnn.graph import TableSpec
-
-GNN_KINDS = ("relgnn", "relgnn-mean", "sage", "sage-mean")
 
 
 class TableEncoder(nn.Module):

@@ -28,52 +28,14 @@ from relbench.base import TaskType
 from torch import Tensor
 from torch_geometric.data import HeteroData
 
-from relgnn.errors import ConfigError, TaskError, check_positive
+from relgnn.config import SAMPLING, FitConfig  # noqa: F401 (re-exported)
+from relgnn.errors import TaskError
 from relgnn.graph import RelGraph, snapshot, to_seconds
 from relgnn.metrics import mae, map_at_k, roc_auc
-from relgnn.model import GNN_KINDS, RelationalModel
+from relgnn.model import RelationalModel
 from relgnn.sampler import TemporalSampler
 
-SAMPLING = ("sampled", "full")
-
-
-@dataclass(frozen=True)
-class FitConfig:
-    """Model and optimisation settings (RelBench's ``gnn_node.py`` recipe; widths scaled to CPU)."""
-
-    gnn: str = "relgnn"
-    channels: int = 64
-    num_layers: int = 2
-    num_heads: int = 4
-    epochs: int = 10
-    lr: float = 5e-3
-    simplified_mp: bool = False
-    route_aggr: str = "sum"
-    shallow: bool = False
-    sampling: str = "sampled"
-    """"sampled": mini-batches of seed rows on temporal neighbour samples (RelBench); "full": full-graph time
-    snapshots, one step per training seed time (entity tasks only; recommendation always samples)."""
-    num_neighbors: tuple[int, ...] = (128, 64)
-    temporal_strategy: str = "uniform"
-    batch_size: int = 512
-    max_steps_per_epoch: int = 2000
-    encoder: str = "mlp"
-    seed: int = 0
-
-    def validate(self) -> None:
-        if self.gnn not in GNN_KINDS:
-            raise ConfigError(f"gnn must be one of {GNN_KINDS}, got {self.gnn!r}")
-        for name in ("channels", "num_layers", "num_heads", "epochs", "batch_size", "max_steps_per_epoch"):
-            check_positive(name, getattr(self, name))
-        check_positive("lr", self.lr)
-        if self.route_aggr not in ("sum", "mean"):
-            raise ConfigError(f"route_aggr must be 'sum' or 'mean', got {self.route_aggr!r}")
-        if self.sampling not in SAMPLING:
-            raise ConfigError(f"sampling must be one of {SAMPLING}, got {self.sampling!r}")
-        if not self.num_neighbors or any(int(k) <= 0 for k in self.num_neighbors):
-            raise ConfigError(f"num_neighbors must be a non-empty list of positive ints, got {list(self.num_neighbors)}")
-        if self.temporal_strategy not in ("uniform", "last"):
-            raise ConfigError(f"temporal_strategy must be 'uniform' or 'last', got {self.temporal_strategy!r}")
+# FitConfig (and SAMPLING) live in relgnn.config, a light module the CLI can import before torch; re-exported here.
 
 
 @dataclass
