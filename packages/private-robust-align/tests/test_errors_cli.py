@@ -34,6 +34,12 @@ RNG = np.random.default_rng(0)
     (lambda: DebiasedLogistic(epsilon=1.0, radius=2.0, l2=-1.0), "l2"),
     (lambda: DebiasedLogistic(epsilon=1.0).fit(np.where(X > 1, np.nan, X), Y), "finite"),
     (lambda: DebiasedLogistic(epsilon=1.0).fit(X[:, 0], Y), "2-D"),
+    (lambda: DebiasedLogistic(epsilon=0.0), "epsilon"),
+    (lambda: DebiasedLogistic(epsilon=1.0).fit(X, np.array([0.5] * 10)), "0, 1"),
+    (lambda: corrupt(X, Y, alpha=0.6, adversary="random", rng=RNG), "alpha"),
+    (lambda: privatize_and_corrupt(X, Y, order="CLC", epsilon=1.0, alpha=0.1, seed=0), "pair"),
+    (lambda: privatize_and_corrupt(X, Y, order="LTC", epsilon=1.0, alpha=0.1, seed=0, adversary="sneaky"),
+     "adversary"),
 ])
 def test_bad_input_raises_named_error(call, needle):
     with pytest.raises(PrivateRobustAlignError, match=needle):
@@ -52,6 +58,10 @@ def test_infinite_epsilon_is_allowed():
     (["fit", "--estimator.radius", "-1"], "radius"),
     (["fit", "--estimator.l2", "-0.5"], "l2"),
     (["simulate", "--sim.n", "0"], "n"),
+    (["simulate", "--sim.order", "XYZ"], "order must be one of CTL, LTC, CLC"),
+    (["simulate", "--sim.adversary", "sneaky"], "adversary must be one of directional, shrinking, random"),
+    (["simulate", "--sim.design", "cube"], "design must be one of ball, gaussian"),
+    (["fit", "--sim.order", "CTL", "--sim.alpha", "0", "--sim.alpha2", "0.1"], "alpha2"),
 ])
 def test_cli_bad_input_exit_2_nothing_written(args, needle, tmp_path, capsys):
     out = tmp_path / "never"

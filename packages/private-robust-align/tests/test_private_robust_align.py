@@ -205,6 +205,22 @@ def test_orders_coincide_at_alpha_zero_and_clc_reduces(adversary):
         np.testing.assert_array_equal(ctl.z, ltc.z)
 
 
+@pytest.mark.parametrize("adversary", ["directional", "shrinking"])
+def test_clc_is_ctl_then_a_second_corruption_on_the_same_streams(adversary):
+    d = make_preferences(3000, 5, seed=13)
+    kw = dict(epsilon=0.7, seed=4, adversary=adversary, theta_star=d.theta_star)
+    ctl = privatize_and_corrupt(d.x, d.y, order="CTL", alpha=0.02, **kw)
+    clc = privatize_and_corrupt(d.x, d.y, order="CLC", alpha=(0.02, 0.03), **kw)
+    # the first stage is CTL(α₁) exactly; the second changes ⌊α₂n⌋ released labels and nothing else
+    np.testing.assert_array_equal(clc.changed_before, ctl.changed_before)
+    diff = np.flatnonzero(clc.z != ctl.z)
+    np.testing.assert_array_equal(diff, clc.changed_after)
+    assert clc.changed_after.size == budget(3000, 0.03) == 90
+    # control: the second stage really acts on the privatized labels (LTC(α₂) on the same streams differs)
+    ltc = privatize_and_corrupt(d.x, d.y, order="LTC", alpha=0.03, **kw)
+    assert (ltc.z != clc.z).any()
+
+
 @pytest.mark.parametrize("adversary", ["directional", "shrinking", "random"])
 @pytest.mark.parametrize("alpha", [0.0, 0.013, 0.1, 0.49])
 def test_adversary_changes_at_most_floor_alpha_n(adversary, alpha):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from icml25.errors import check_positive
 from icml25.experiment import Budgets
@@ -31,21 +30,31 @@ class SimConfig:
     """Feature dimension d."""
     norm: float = 2.0
     """‖θ*‖ (the paper's bound B on the true parameter)."""
-    design: Literal["ball", "gaussian"] = "ball"
-    """Features: uniform in the unit ball (uniform coverage) or Gaussian N(0, I/d)."""
+    design: str = "ball"
+    """Features: `ball` (uniform in the unit ball: uniform coverage) or `gaussian` (N(0, I/d))."""
     epsilon: float = 1.0
     """Label-LDP level ε of randomized response (> 0; inf = no privacy)."""
-    order: Literal["CTL", "LTC", "CLC"] = "CTL"
-    """CTL: corrupt then privatize; LTC: privatize then corrupt; CLC: corrupt (alpha), privatize, corrupt (alpha2)."""
+    order: str = "CTL"
+    """`CTL`: corrupt then privatize; `LTC`: privatize then corrupt; `CLC`: corrupt (alpha), privatize, corrupt
+    (alpha2)."""
     alpha: float = 0.0
     """Corruption fraction in [0, 0.5) (for CLC: the fraction corrupted before privatization)."""
     alpha2: float = 0.0
     """CLC only: the fraction corrupted after privatization (alpha + alpha2 <= 0.5)."""
-    adversary: Literal["directional", "shrinking", "random"] = "directional"
-    """Strong adversary: plant a direction u ⊥ θ*, flip the most confident labels, or random flips (control)."""
+    adversary: str = "directional"
+    """Strong adversary: `directional` (plant a direction u ⊥ θ*), `shrinking` (flip the most confident labels) or
+    `random` (random flips, a control)."""
 
     def validate(self) -> SimConfig:
         """Raise a clear error naming the field (called by the commands, so that the CLI prints one line)."""
+        from private_robust_align.adversary import ADVERSARIES
+        from private_robust_align.data import DESIGNS
+        from private_robust_align.orders import ORDERS
+
+        for name, allowed in (("order", ORDERS), ("adversary", ADVERSARIES), ("design", DESIGNS)):
+            if getattr(self, name) not in allowed:
+                raise PrivateRobustAlignError(f"{name} must be one of {', '.join(allowed)}, got "
+                                              f"{getattr(self, name)!r}")
         check_positive(self, "n", "dim")
         if not (math.isfinite(self.norm) and self.norm > 0):
             raise PrivateRobustAlignError(f"norm must be a finite number > 0, got {self.norm!r}")
@@ -84,7 +93,7 @@ class EstimatorConfig:
 class Config:
     """Budget of ``reproduce`` (grids, sizes, seeds)."""
 
-    seeds: int = 10
+    seeds: int = 30
     """Seeds (independent datasets) of every experiment."""
     dim: int = 5
     """Feature dimension d."""
@@ -126,7 +135,7 @@ class Config:
 
 
 def paper() -> Config:
-    """The note's grid as far as a 6-minute CPU budget affords (n to 32k, 64k for the ε slope, 10 seeds)."""
+    """The note's grid as far as an 8-minute CPU budget affords (n to 32k, 64k for the ε slope, 30 seeds)."""
     return Config()
 
 
