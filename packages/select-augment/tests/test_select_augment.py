@@ -288,6 +288,94 @@ def test_geometric_ops_can_be_excluded_from_the_policy():
     assert "Rotate" in strong_policy("trivialaugment")._AUGMENTATION_SPACE
 
 
+TA_OPS = ["Identity", "Brightness", "Color", "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast",
+          "Equalize", "TranslateX", "TranslateY"]
+
+
+@pytest.mark.parametrize("op", TA_OPS)
+def test_batched_trivialaugment_ops_equal_torchvision_image_by_image(op):
+    from select_augment.augment import apply_op
+    from torchvision.transforms import v2
+
+    ta = v2.TrivialAugmentWide()
+    x = torch.from_numpy(_images(6, seed=3).transpose(0, 3, 1, 2).copy()) // 2 + 30  # [6, 3, 32, 32] uint8
+    fn, signed = ta._AUGMENTATION_SPACE[op]
+    values = fn(31, 32, 32)
+    bins = [0, 5, 12, 17, 25, 30]
+    sign = torch.tensor([1.0, -1.0, 1.0, -1.0, 1.0, -1.0]) if signed else torch.ones(6)
+    mags = torch.zeros(6) if values is None else torch.stack([values[b] for b in bins]).float() * sign
+    ours = apply_op(op, x, mags)
+    ref = torch.stack([ta._apply_image_or_video_transform(img, op, float(m), interpolation=ta.interpolation,
+                                                          fill=ta._fill) for img, m in zip(x, mags)])
+    assert ours.dtype == torch.uint8 and ours.shape == x.shape
+    # equal up to one grey level (float rounding before the uint8 truncation in the blends)
+    assert (ours.int() - ref.int()).abs().max() <= 1
+    assert (ours != ref).float().mean() < 0.01
+    if op != "Identity":
+        assert not torch.equal(ref, x)  # the op does something
+    if signed:  # negative control: the opposite sign is another transform
+        flipped = apply_op(op, x, -mags)
+        assert (flipped.int() - ref.int()).abs().max() > 1
+
+
+def test_batched_trivialaugment_draws_ops_and_magnitudes_uniformly_and_deterministically():
+    from scipy.stats import chisquare
+    from select_augment.augment import BatchedTrivialAugment
+
+    ta = BatchedTrivialAugment(exclude_ops=("Rotate", "ShearX", "ShearY"))
+    assert set(ta.ops) == set(TA_OPS)
+    op, mags = ta.draw(22_000, 32, 32, torch.Generator().manual_seed(0))
+    assert chisquare(np.bincount(op.numpy(), minlength=len(ta.ops))).pvalue > 1e-3
+    k = ta.ops.index("Brightness")
+    assert (mags[k] < 0).float().mean().item() == pytest.approx(0.5, abs=0.02)
+    assert mags[k].abs().max() <= 0.99 + 1e-6
+    x = torch.from_numpy(_images(16).transpose(0, 3, 1, 2).copy())
+    a = ta(x, torch.Generator().manual_seed(1))
+    b = ta(x, torch.Generator().manual_seed(1))
+    c = ta(x, torch.Generator().manual_seed(2))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_digits_weak_augmentation_has_no_flip_and_a_one_pixel_crop():
+    from select_augment.augment import weak_augment
+    from select_augment.data import digits
+
+    d = digits(seed=0, split="train", image_size=8)
+    assert d.images.shape[1:] == (8, 8, 3) and d.images.dtype == np.uint8
+    x = torch.arange(2 * 3 * 8 * 8, dtype=torch.float32).reshape(2, 3, 8, 8)
+    g = torch.Generator().manual_seed(0)
+    outs = [weak_augment(x, g, pad=1, flip=False) for _ in range(50)]
+    # without flips the inner columns keep the left-to-right order of the input (reflect-pad crop offsets only)
+    assert all((o[..., 2:-1] > o[..., 1:-2]).all() for o in outs)
+    flipped = [weak_augment(x, torch.Generator().manual_seed(s), pad=1, flip=True) for s in range(20)]
+    assert any((o[..., 2:-1] < o[..., 1:-2]).any() for o in flipped)  # negative control: flips reverse rows
+    sel = DynamicSelector(Scores.uniform(len(d)), ratio=0.5, epochs=2, seed=0)
+    aug = TargetedAugment(d, sel, targeting="uniform", flip=False,
+                          exclude_ops=("Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY"))
+    assert aug.pad == 1
+    aug.set_epoch(0)
+    xb, yb, _ = aug.batch(sel.selected[:32])
+    assert xb.shape == (32, 3, 8, 8)
+    splits = [set(map(bytes, digits(seed=0, split=s, image_size=8).images.reshape(-1, 192)))
+              for s in ("train", "val", "test")]
+    assert sum(map(len, splits)) >= 1700  # disjoint splits of the 1797 images (duplicates aside)
+
+
+def test_prototype_text_features_are_class_means_and_give_high_consistency():
+    from select_augment.data import prototype_text_features
+
+    z, _, y = _toy(noise=0.3)
+    t = prototype_text_features(z, y, 4)
+    np.testing.assert_allclose(np.linalg.norm(t, axis=1), 1.0)
+    m = z[y == 2].mean(0)
+    np.testing.assert_allclose(t[2], m / np.linalg.norm(m))
+    s = score(z, y, text_features=t, k=5)
+    shuffled = score(z, np.roll(y, 7), text_features=t, k=5)  # negative control: wrong labels
+    assert s.consistency.mean() > 0.9 > shuffled.consistency.mean()
+    with pytest.raises(SelectAugmentError, match="missing"):
+        prototype_text_features(z, np.where(y == 3, 0, y), 4)
+
+
 # ------------------------------------------------------------------------------------------ loss
 def test_weighted_loss_and_its_gradient_match_the_formula_in_float64():
     torch.manual_seed(0)

@@ -60,17 +60,23 @@ def shapes(n: int, *, regime: Regime = "clean", seed: int, split: str = "train",
     return ImageSet(d.images, np.asarray(d.labels, np.int64), tuple(d.classnames), flags)
 
 
-def digits(*, seed: int = 0, split: str = "train", val_frac: float = 0.2, test_frac: float = 0.3) -> ImageSet:
-    """sklearn's bundled digits (1797 images, 8x8) as 32x32 RGB uint8 (each pixel a 4x4 block), class names
-    "zero".."nine", prompt "a photo of the digit {}"; a seeded split. Needs scikit-learn (not a dependency of this
-    package: ``pip install scikit-learn``)."""
+def digits(*, seed: int = 0, split: str = "train", val_frac: float = 0.2, test_frac: float = 0.3,
+           image_size: int = 32) -> ImageSet:
+    """sklearn's bundled digits (1797 images, 8x8) as ``image_size`` RGB uint8 (8: the native images; 32: each pixel
+    a 4x4 block), class names "zero".."nine", prompt "a photo of the digit {}"; a seeded split. Needs scikit-learn
+    (not a dependency of this package: ``pip install scikit-learn``)."""
+    if image_size not in (8, 16, 32):
+        raise SelectAugmentError(f"image_size must be 8, 16 or 32 for digits, got {image_size!r}")
+    if split not in ("train", "val", "test"):
+        raise SelectAugmentError(f"split must be 'train', 'val' or 'test', got {split!r}")
     try:
         from sklearn.datasets import load_digits
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise SelectAugmentError("--dataset digits needs scikit-learn: pip install scikit-learn") from exc
     d = load_digits()
     x = (d.images / 16.0 * 255.0).clip(0, 255).astype(np.uint8)  # [N, 8, 8]
-    x = np.kron(x, np.ones((1, 4, 4), dtype=np.uint8))  # [N, 32, 32]
+    f = image_size // 8
+    x = np.kron(x, np.ones((1, f, f), dtype=np.uint8))  # [N, 8f, 8f]: each pixel an f x f block
     x = np.repeat(x[..., None], 3, axis=-1)  # [N, 32, 32, 3]
     perm = np.random.default_rng(seed).permutation(len(x))
     n_test, n_val = int(test_frac * len(x)), int(val_frac * len(x))
@@ -118,6 +124,26 @@ def clip_features(bundle: Any, images: np.ndarray, classnames: Any, *,
     text = torch.stack([encode_text(bundle, [t.format(c) for c in names]) for t in templates]).mean(0)
     text = text / text.norm(dim=-1, keepdim=True)  # [C, d]
     return encode_images(bundle, images).double().numpy(), text.double().numpy()
+
+
+def upsample(images: np.ndarray, size: int = 32) -> np.ndarray:
+    """Nearest-neighbour upsampling of uint8 ``[N, h, w, 3]`` to ``[N, size, size, 3]`` (``size`` a multiple of h)."""
+    f = size // images.shape[1]
+    if f < 1 or f * images.shape[1] != size:
+        raise SelectAugmentError(f"size {size} must be a multiple of the image size {images.shape[1]}")
+    return images.repeat(f, axis=1).repeat(f, axis=2) if f > 1 else images
+
+
+def prototype_text_features(features: np.ndarray, labels: np.ndarray, num_classes: int) -> np.ndarray:
+    """Class prototypes ``t_c = normalize(mean_{y_i = c} z_i)`` ``[C, d]``: the stand-in for class text features when
+    the CLIP model has no words for the classes (the tiny CLIP and the digits)."""
+    z = np.asarray(features, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.int64)
+    missing = sorted(set(range(num_classes)) - set(y.tolist()))
+    if missing:
+        raise SelectAugmentError(f"every class needs at least one sample for its prototype; missing {missing}")
+    t = np.stack([z[y == c].mean(0) for c in range(num_classes)])
+    return t / np.linalg.norm(t, axis=1, keepdims=True)
 
 
 def load_clip(checkpoint: str | None = None, *, arch: str | None = None) -> Any:
