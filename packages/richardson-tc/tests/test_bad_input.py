@@ -84,6 +84,8 @@ def test_solver_callable_with_the_wrong_shape_refused():
     (["complete", "--solver-options.n-sweeps", "0"], "n_sweeps"),
     (["complete", "--shape", "5"], "shape"),
     (["complete", "--input", "missing.npy"], "missing.npy"),
+    (["complete", "--solver-options.max-entries", "1000"], "max_entries"),
+    (["complete", "--solver-options.max-entries", "0"], "max_entries"),
     (["benchmark", "--ps", "0.0"], "p"),
 ])
 def test_cli_bad_input_one_error_line_exit_2_nothing_written(args, needle, tmp_path, capsys):

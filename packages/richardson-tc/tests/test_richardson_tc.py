@@ -297,3 +297,83 @@ def test_cp_block_radius_equals_the_dense_error_map_radius():
     rho = cp_block_radius(f, 1, mu)
     np.testing.assert_allclose(rho, error_map_radius(design, mu.ravel()), rtol=1e-8)
     assert not np.isclose(rho, 1 - mask.mean(), atol=1e-3)  # negative control: ρ is not exactly 1 − p here
+
+
+# ------------------------------------------------------------------ TT black box, tensorly EM-ALS, 1/p scaling
+def test_lifted_tt_core_regression_equals_masked_lstsq_on_the_explicit_kron_design():
+    from richardson_tc.solvers import TTCoreSolver
+
+    rng = np.random.default_rng(7)
+    shape, ranks = (5, 6, 4, 3), (1, 2, 3, 2, 1)
+    cores = [rng.standard_normal((ranks[j], shape[j], ranks[j + 1])) for j in range(4)]
+    t = rng.standard_normal(shape)
+    mask = sample_mask(shape, 0.6, seed=7)
+    k = 2
+    block = TTCoreSolver(cores, k)
+    # explicit design L ⊗ I ⊗ Rᵀ (rows in C order over (left, i_k, right)); x = vec(𝒢_k) in C order
+    design = np.kron(np.kron(block.left, np.eye(shape[k])), block.right.T)
+    np.testing.assert_allclose(block.predict(cores[k]).ravel(), design @ cores[k].ravel(), rtol=1e-10)
+    np.testing.assert_allclose(block.predict(cores[k]), tl.tt_to_tensor(cores), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(block(t).ravel(), np.linalg.lstsq(design, t.ravel(), rcond=None)[0], rtol=1e-8)
+    ref = np.linalg.lstsq(design[mask.ravel()], t.ravel()[mask.ravel()], rcond=None)[0].reshape(cores[k].shape)
+    res = lifted_richardson(block, np.zeros(cores[k].shape), (mask, t), tol=1e-12, max_inner=5000, accelerate=True)
+    np.testing.assert_allclose(res.x, ref, rtol=1e-7, atol=1e-9)
+    # negative control: the full-data solution (no lifting) is not the masked one
+    assert not np.allclose(block(np.where(mask, t, 0.0)), ref, atol=1e-3)
+
+
+def test_tensorly_parafac_mask_agrees_with_ours_at_p_one_and_imputes_once_per_sweep():
+    from richardson_tc.bench import tensorly_em
+
+    x = make_tensor("cp", shape=(9, 8, 7), rank=3, seed=2)
+    full = np.ones(x.shape, dtype=bool)
+    ours = cp_complete(x, full, rank=3, solver="em", n_sweeps=3, seed=5, track_error=True)[1]
+    theirs = tensorly_em(x, full, rank=3, n_sweeps=3, seed=5)
+    np.testing.assert_allclose(theirs["train_rre"], ours.final("train_rre"), rtol=1e-7)
+    half = sample_mask(x.shape, 0.4, seed=1)
+    ours_h = cp_complete(x, half, rank=3, solver="em", n_sweeps=3, seed=5)[1]
+    theirs_h = tensorly_em(x, half, rank=3, n_sweeps=3, seed=5)
+    assert abs(theirs_h["train_rre"] - ours_h.final("train_rre")) > 1e-4  # per-sweep vs per-mode imputation
+
+
+def test_error_along_the_slowest_eigenvector_shrinks_exactly_by_rho_per_update():
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((80, 4))
+    rows = np.zeros(80, dtype=bool)
+    rows[rng.permutation(80)[:30]] = True
+    gram = a.T @ a
+    m = np.linalg.solve(gram, a[~rows].T @ a[~rows])  # error map M = (AᵀA)⁻¹A_Ω̄ᵀA_Ω̄
+    w, v = np.linalg.eig(m)
+    top = int(np.argmax(w.real))
+    rho, e0 = float(w[top].real), v[:, top].real
+    b = rng.standard_normal(80)
+    x_star = np.linalg.lstsq(a[rows], b[rows], rcond=None)[0]
+
+    class Dense:
+        def __call__(self, target):
+            return np.linalg.solve(gram, a.T @ target)
+
+        def predict(self, z):
+            return a @ z
+
+    x = x_star + e0
+    for t in range(1, 6):
+        x = lifted_richardson(Dense(), x, (rows, b), tol=0.5, max_inner=1).x
+        np.testing.assert_allclose(np.linalg.norm(x - x_star), rho**t * np.linalg.norm(e0), rtol=1e-8)
+    # negative control: along the fastest eigenvector the error shrinks faster than ρ
+    fast = v[:, int(np.argmin(w.real))].real
+    y = lifted_richardson(Dense(), x_star + fast, (rows, b), tol=0.5, max_inner=1).x
+    assert np.linalg.norm(y - x_star) < 0.9 * rho * np.linalg.norm(fast)
+
+
+def test_one_minus_rho_approaches_p_as_each_row_sees_more_observations():
+    from richardson_tc.solvers import cp_block_radius
+
+    p, r = 0.1, 4
+    gaps = []
+    for shape in [(12, 20, 20), (12, 60, 60)]:
+        f = init_factors(shape, r, seed=3, scale=1.0)
+        mask = sample_mask(shape, p, seed=4)
+        gaps.append((1 - cp_block_radius(f, 0, unfold(mask, 0))) / p)
+    assert gaps[0] < gaps[1] < 1.0  # finite per-row samples: 1 − ρ(M) < p, closer to p with larger J
+    assert gaps[0] < 0.6

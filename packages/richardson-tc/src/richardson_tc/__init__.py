@@ -18,6 +18,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "CPModeSolver": "richardson_tc.solvers",
     "KroneckerSolver": "richardson_tc.solvers",
     "SampledCPModeSolver": "richardson_tc.solvers",
+    "TTCoreSolver": "richardson_tc.solvers",
     "ObservedEntries": "richardson_tc.data",
     "make_tensor": "richardson_tc.data",
     "sample_mask": "richardson_tc.data",

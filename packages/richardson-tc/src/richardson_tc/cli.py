@@ -14,7 +14,7 @@ from richardson_tc.errors import RichardsonTcError
 from richardson_tc.registry import METHOD
 
 Kind = Literal["cp", "tucker", "gaussian", "digits", "video"]
-SolverName = Literal["lifted", "lifted-accel", "lifted-sampled", "direct", "direct-loop", "em"]
+SolverName = Literal["lifted", "lifted-accel", "lifted-sampled", "direct", "direct-loop", "em", "em-tensorly"]
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,10 @@ class BenchmarkOptions(BaseOptions):
     """True and fitted CP rank."""
     ps: tuple[float, ...] = (0.05, 0.1, 0.3, 0.5, 0.9)
     """Sample ratios."""
-    solvers: tuple[SolverName, ...] = ("direct", "direct-loop", "em", "lifted", "lifted-accel", "lifted-sampled")
-    """Solvers to time (direct-loop runs --loop-sweeps sweeps and is extrapolated per step)."""
+    solvers: tuple[SolverName, ...] = ("direct", "direct-loop", "em", "em-tensorly", "lifted", "lifted-accel",
+                                       "lifted-sampled")
+    """Solvers to time (direct-loop runs --loop-sweeps sweeps and is extrapolated per step; em-tensorly is
+    tensorly's parafac(mask=))."""
     tol: float = 1e-3
     """ε of the lifted solvers (step rule)."""
     n_sweeps: int = 10
@@ -125,7 +127,7 @@ def complete_command(opts: CompleteOptions) -> int:
     tensor, mask = _load_problem(opts)  # every input is checked before anything is written
     kw = dict(rank=so.rank, solver=so.solver, tol=so.tol, max_inner=so.max_inner, stop_rule=so.stop_rule,
               accelerate=so.accelerate and not so.sampled, sampled=so.sampled, n_sweeps=so.n_sweeps,
-              ridge=so.ridge, seed=opts.seed)
+              ridge=so.ridge, max_entries=so.max_entries, seed=opts.seed)
     cp, hist = cp_complete(tensor, mask, **kw)
     out = opts.out if opts.out is not None else default_out(METHOD.name)
     with RunDir(out, overwrite=opts.overwrite, staged=True) as rd:

@@ -39,9 +39,12 @@ class SolverOptions:
     """ALS sweeps over all modes (the official 10)."""
     ridge: float = 0.0
     """Ridge λ ≥ 0 on every block regression (official 0)."""
+    max_entries: int = 50_000_000
+    """Memory cap of lifted / EM-ALS: refuse tensors with more entries (the full tensor is rebuilt at every inner
+    update, about 24 bytes per entry)."""
 
     def __post_init__(self) -> None:
-        check_positive(self, "rank", "max_inner", "n_sweeps")
+        check_positive(self, "rank", "max_inner", "n_sweeps", "max_entries")
         if not (isinstance(self.tol, (int, float)) and 0 < self.tol < 1):
             raise RichardsonTcError(f"tol must be in (0, 1), got {self.tol!r}")
         if not (isinstance(self.ridge, (int, float)) and self.ridge >= 0 and self.ridge == self.ridge):
@@ -72,6 +75,22 @@ class Config:
     """Rank of the single-block experiments."""
     block_ps: tuple[float, ...] = (0.05, 0.1, 0.3, 0.7)
     """Sample ratios of the ρ / inner-steps experiment."""
+    block_shape_large: tuple[int, ...] = (40, 80, 80)
+    """A second block shape with 4× as many Khatri–Rao rows J per factor row (does 1/p scaling improve with J?)."""
+    eps_p: float = 0.1
+    """Sample ratio of the 'every ε ± acceleration' table (the paper's ε grid, both stop rules)."""
+    eps_seeds: int = 3
+    """Seeds of that table (the issue's 3; the first seeds of the run)."""
+    data_kinds: tuple[str, ...] = ("tucker", "gaussian", "digits", "video")
+    """Further tensors of the issue: random Tucker (4,4,4), Gaussian noise, digits 8×8×1797, blob video."""
+    data_shape: tuple[int, ...] = (60, 60, 60)
+    """Shape of the generated Tucker and Gaussian tensors (digits is 8×8×1797; the video is video_shape)."""
+    video_shape: tuple[int, ...] = (64, 64, 30)
+    """Blob video H × W × T."""
+    data_ps: tuple[float, ...] = (0.1, 0.5)
+    """Sample ratios of the further-tensors experiment."""
+    digits_rank: int = 4
+    """Fitted CP rank on the 8 × 8 × 1797 digits (two modes have only 8 rows)."""
     tucker_shape: tuple[int, ...] = (30, 30, 30)
     """Tensor shape of the Kronecker (Tucker core) black-box experiment."""
     accuracy_margin: float = 0.02
@@ -80,11 +99,16 @@ class Config:
     """Cap on inner updates per ALS step."""
 
     def __post_init__(self) -> None:
-        check_positive(self, "seeds", "rank", "n_sweeps", "loop_sweeps", "block_rank", "max_inner")
+        check_positive(self, "seeds", "rank", "n_sweeps", "loop_sweeps", "block_rank", "max_inner", "eps_seeds",
+                       "digits_rank")
         if len(self.shape) < 2 or any(s < 2 for s in self.shape):
             raise RichardsonTcError(f"shape must have >= 2 sizes >= 2, got {self.shape}")
         if not self.ps or any(not 0 < p <= 1 for p in self.ps):
             raise RichardsonTcError(f"ps must be sample ratios in (0, 1], got {self.ps}")
+        from richardson_tc.data import KINDS
+
+        if any(k not in KINDS for k in self.data_kinds):
+            raise RichardsonTcError(f"data_kinds must be among {KINDS}, got {self.data_kinds}")
 
 
 def paper() -> SolverOptions:
@@ -100,8 +124,10 @@ def cpu() -> SolverOptions:
 BUDGETS = Budgets(
     smoke=Config(seeds=1, shape=(16, 16, 16), rank=3, ps=(0.3, 0.9), n_sweeps=2, eps_grid=(0.01, 1e-3),
                  block_shape=(12, 12, 12), block_rank=3, block_ps=(0.3, 0.7), tucker_shape=(14, 14, 14),
-                 max_inner=200),
+                 max_inner=200, block_shape_large=(12, 24, 24), eps_p=0.3, eps_seeds=1, data_shape=(14, 14, 14),
+                 video_shape=(16, 16, 8), data_ps=(0.5,)),
     quick=Config(seeds=3, shape=(40, 40, 40), rank=6, ps=(0.05, 0.1, 0.5, 0.9), n_sweeps=8,
-                 block_shape=(30, 30, 30), block_rank=4, tucker_shape=(20, 20, 20)),
+                 block_shape=(30, 30, 30), block_rank=4, tucker_shape=(20, 20, 20), block_shape_large=(30, 60, 60),
+                 eps_seeds=2, data_shape=(30, 30, 30), video_shape=(32, 32, 16)),
     full=Config(seeds=5),
 )

@@ -6,6 +6,10 @@ Full-data (black-box) solvers, each a callable ``target -> x`` with ``.predict(x
   ``[I_n, J]``; Gram = Hadamard product of factor Grams, Cholesky-factored once per ALS step.
 * :class:`KroneckerSolver` — Tucker core regression ``min_𝒢 ‖(U_1 ⊗ … ⊗ U_N) vec 𝒢 − vec 𝒯‖``, solved by
   ``𝒢 = 𝒯 ×_1 U_1⁺ … ×_N U_N⁺`` with ``U⁺ = (UᵀU)⁻¹Uᵀ`` (never forming the Kronecker product).
+* :class:`TTCoreSolver` — tensor-train ALS core update: with the other cores fixed the model is
+  ``𝒳[p, i, q] = Σ_{a,b} L[p, a] 𝒢_k[a, i, b] R[b, q]`` (``L`` [∏_{j<k} I_j, r_{k−1}] the left interface, ``R``
+  [r_k, ∏_{j>k} I_j] the right one), a regression with the Kronecker design ``L ⊗ I ⊗ Rᵀ``, solved by
+  ``𝒢_k = L⁺ ×_1 𝒯 ×_3 R⁺`` without forming the design.
 * :class:`SampledCPModeSolver` — the mode-``n`` step on ``s`` rows of ``K_n`` drawn from the product of the factors'
   leverage-score distributions (``ℓ_{K}(j) ≤ ∏_k ℓ_k(j_k)``), reweighted by ``1/(s q_j)``; it reads only the sampled
   mode-``n`` fibres of the lifted target, so one step costs O(s I_n R + R³), sublinear in ∏ I_k.
@@ -81,6 +85,37 @@ class KroneckerSolver:
         from tensorly.tenalg import multi_mode_dot
 
         return multi_mode_dot(core, self.factors)
+
+
+class TTCoreSolver:
+    """Full-data TT-ALS core solver: ``target [I_1, …, I_N] -> 𝒢_k [r_{k−1}, I_k, r_k]`` (the other cores fixed).
+
+    ``cores[j]`` has shape ``[r_{j−1}, I_j, r_j]`` with ``r_0 = r_N = 1`` (tensorly's TT convention).
+    """
+
+    def __init__(self, cores: Sequence[np.ndarray], k: int, *, ridge: float = 0.0) -> None:
+        cores = [np.asarray(c, dtype=np.float64) for c in cores]
+        if not 0 <= k < len(cores):
+            raise RichardsonTcError(f"k must be in [0, {len(cores)}), got {k}")
+        self.k, self.shape = k, tuple(c.shape[1] for c in cores)
+        left = np.ones((1, 1))  # [∏_{j<k} I_j, r_{k−1}]
+        for c in cores[:k]:
+            left = (left @ c.reshape(c.shape[0], -1)).reshape(-1, c.shape[2])
+        right = np.ones((1, 1))  # [r_k, ∏_{j>k} I_j]
+        for c in reversed(cores[k + 1:]):
+            right = (c.reshape(-1, c.shape[2]) @ right).reshape(c.shape[0], -1)
+        self.left, self.right = left, right
+        self.left_pinv = _GramSolve(left.T @ left, ridge)(left.T)  # (LᵀL)⁻¹Lᵀ  [r_{k−1}, P]
+        self.right_pinv = _GramSolve(right @ right.T, ridge)(right).T  # Rᵀ(RRᵀ)⁻¹  [Q, r_k]
+        self.core_shape = (left.shape[1], self.shape[k], right.shape[0])
+
+    def __call__(self, target: np.ndarray) -> np.ndarray:
+        t = np.asarray(target).reshape(self.left.shape[0], self.shape[self.k], self.right.shape[1])  # [P, I_k, Q]
+        return np.einsum("ap,piq,qb->aib", self.left_pinv, t, self.right_pinv, optimize=True)
+
+    def predict(self, core: np.ndarray) -> np.ndarray:
+        out = np.einsum("pa,aib,bq->piq", self.left, core, self.right, optimize=True)
+        return out.reshape(self.shape)
 
 
 def leverage_scores(a: np.ndarray) -> np.ndarray:
