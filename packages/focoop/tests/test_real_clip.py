@@ -20,15 +20,16 @@ def test_federation_runs_on_a_real_open_clip_checkpoint(checkpoint, monkeypatch)
     from dataclasses import replace
 
     import focoop.data
-    from focoop.cli import RunOptions, _fed_config, _setup
+    from focoop.cli import _FED_DEFAULT, _FEDERATION_DEFAULT, RunOptions, _fed_config, _setup
     from focoop.engine import run_inprocess
 
     torch.set_num_threads(1)
     small = functools.partial(focoop.data.encode_benchmark, n_train_per_class=8, n_test_per_class=6, n_far=20,
                               n_near=20, corruptions=("noise",))
     monkeypatch.setattr(focoop.data, "encode_benchmark", small)
-    opts = RunOptions(clip_model="focoop-test-ViT", clip_checkpoint=str(checkpoint), clients=2, num_shot=2,
-                      n_ood=4, rounds=1, local_epochs=1)
+    opts = RunOptions(clip_model="focoop-test-ViT", clip_checkpoint=str(checkpoint),
+                      federation=replace(_FEDERATION_DEFAULT, n_clients=2, num_shot=2, n_ood=4),
+                      fed=replace(_FED_DEFAULT, rounds=1, local_epochs=1))
     setup = _setup(opts)
     assert setup.clients and len(setup.clients) == 2
     res = run_inprocess(setup, replace(_fed_config(opts), rounds=1))

@@ -34,12 +34,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
+from typing import Literal
 
 from focoop.errors import FOCoOpConfigError
 
 UOT_MODES = ("semi", "official")  # also focoop.ot.UOT_MODES (kept here so validation needs no torch import)
 OOD_SELECTIONS = ("per_slot", "official")
 SCORE_METHODS = ("msp", "energy", "neglabel")
+SPLITS = ("dirichlet", "pathological", "domain")
 METHODS = ("zeroshot", "promptfl", "promptfolio", "fedotp", "fedpgp", "focoop", "focoop_no_dro", "focoop_no_ot",
            "focoop_no_oodp")
 
@@ -76,56 +78,143 @@ def method_spec(method: str) -> MethodSpec:
 
 
 @dataclass(frozen=True)
+class Federation:
+    """How the benchmark is cut into clients (the federation setup that ``focoop run`` / ``prepare`` build)."""
+
+    n_clients: int = 10
+    """Number of clients."""
+    alpha: float = 0.1
+    """Dirichlet concentration of the label split (> 0; smaller = more heterogeneous)."""
+    num_shot: int = 8
+    """Training shots per present class per client."""
+    n_ctx: int = 4
+    """Learned context vectors per prompt (official 16; the tiny CLIP's context length is 16)."""
+    n_ood: int = 10
+    """OOD prompts / negative words K (at most the size of the word pool)."""
+    split: Literal["dirichlet", "pathological", "domain"] = "dirichlet"
+    """Client split: dirichlet (label skew, alpha), pathological (classes_per_client classes each) or domain
+    (each client sees its own corruption of the generated shapes)."""
+    classes_per_client: int = 2
+    """Classes per client of the pathological split."""
+    shuffle_within_class: bool = True
+    """Seeded shuffle within each class before the Dirichlet slices (False = the official contiguous slices)."""
+    official_shots: bool = False
+    """Few-shot sampling with replacement unless strictly more than num_shot samples exist (the official rule)."""
+    seed: int = 0
+    """Seed of the split and the few-shot draw."""
+
+    def to_kwargs(self) -> dict:
+        """The keyword arguments of :func:`focoop.data.make_federation` (and ``image_folder_federation``)."""
+        return asdict(self)
+
+    def validate(self, *, flags: bool = False) -> Federation:
+        """Raise :class:`FOCoOpConfigError` naming the field (``--flag`` with ``flags=True``); returns self."""
+        def n(name: str) -> str:
+            return {"n_clients": "--clients"}.get(name, "--" + name.replace("_", "-")) if flags else name
+
+        for name in ("n_clients", "num_shot", "n_ctx", "classes_per_client"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise FOCoOpConfigError(f"{n(name)} must be an integer >= 1, got {v!r}")
+        if self.n_ood < 0:
+            raise FOCoOpConfigError(f"{n('n_ood')} must be >= 0, got {self.n_ood!r}")
+        if not self.alpha > 0 or not math.isfinite(self.alpha):
+            raise FOCoOpConfigError(f"{n('alpha')} must be finite and > 0, got {self.alpha!r}")
+        if self.split not in SPLITS:
+            raise FOCoOpConfigError(f"{n('split')} must be one of {SPLITS}, got {self.split!r}")
+        return self
+
+
+@dataclass(frozen=True)
 class FedConfig:
     """All knobs of one federated run. Defaults follow the paper/official code, scaled to the tiny CLIP."""
 
-    method: str = "focoop"
+    method: Literal["zeroshot", "promptfl", "promptfolio", "fedotp", "fedpgp", "focoop", "focoop_no_dro",
+                    "focoop_no_ot", "focoop_no_oodp"] = "focoop"
+    """Method preset (FOCoOp, its ablations, or a baseline; see the table in focoop.config)."""
     n_clients: int = 10
+    """Number of clients (must match the federation setup)."""
     rounds: int = 10
+    """Communication rounds."""
     local_epochs: int = 2
+    """Local epochs per round."""
     batch_size: int = 32
+    """Local mini-batch size."""
     lr: float = 2e-2
+    """SGD learning rate (plain SGD, as the official FOCoOp client)."""
     alpha: float = 0.1
+    """Dirichlet concentration of the split this run trains on (recorded; the split itself is the setup's)."""
     num_shot: int = 8
+    """Training shots per present class per client (recorded; the setup's)."""
     seed: int = 0
+    """Seed of the clients' training randomness."""
     n_ctx: int = 4
+    """Learned context vectors per prompt."""
     n_ood: int = 10
-    frac: float | None = None  # None -> 0.2 for FOCoOp (context mix), 0.8 for PromptFolio (feature mix)
+    """OOD prompts / negative words K."""
+    frac: float | None = None
+    """Weight of the global part in the mix, in [0, 1] (default 0.2 for FOCoOp's context mix, 0.8 for PromptFolio's
+    feature mix)."""
     ctx_init_std: float = 0.02
+    """Standard deviation of the context vectors' initialisation."""
     # BiDRO
     tau: float = 0.1
+    """KL-DRO temperature factor (t = tau * gamma_2, > 0)."""
     gamma_init: float = 10.0
+    """Initial (and largest) value of the DRO multipliers gamma of both levels."""
     gamma_floor: float = 0.1
+    """Positive floor of the DRO multipliers (the official 0 divides by zero)."""
     beta: float = 0.005
+    """Step of the multipliers' update gamma <- clamp(gamma - beta (rho - mean|delta|), gamma_floor, gamma_init)."""
     rho: float = 10.0
+    """Target perturbation size of that update (the DRO ball's radius)."""
     adv_step: float = 1e-3
+    """Step of the feature-space adversary (official code: 1.0)."""
     adv_iters: int = 4
+    """Ascent steps of the feature-space adversary."""
     det_weight: float = 0.5
+    """Weight of the ID/OOD detection loss."""
     official_reg: bool = False
+    """Level-2 regulariser on ||delta_id|| as the official code (default ||delta_ood||, the paper)."""
     # server calibration
-    uot: str = "semi"
+    uot: Literal["semi", "official"] = "semi"
+    """semi: semi-relaxed Sinkhorn UOT (ID marginal exact); official: mm_unbalanced with both marginals relaxed."""
     reg_m: float = 0.1
+    """Marginal relaxation of the UOT (finite, > 0)."""
     ot_reg: float = 0.05
+    """Entropic regularisation of the UOT."""
     ema: float = 0.5
+    """Calibration EMA of the global prompts, in [0, 1]."""
     normalize_plan: bool = True
-    ood_selection: str = "per_slot"
+    """Column-normalised barycentric calibration (False = the official raw product)."""
+    ood_selection: Literal["per_slot", "official"] = "per_slot"
+    """How the server picks new OOD prompts (per_slot keeps context-word pairs)."""
     # FedOTP: partial OT between an image's patch features and its (global, local) prompt features per class
     otp_eps: float = 0.1
+    """FedOTP: entropic regularisation of the partial OT."""
     otp_mass: float = 0.8
+    """FedOTP: transported mass of the partial OT, in (0, 1]."""
     otp_iters: int = 20
+    """FedOTP: Sinkhorn iterations."""
     # FedPGP: personalised prompt = global + U·V (rank pgp_rank, private), prompt-wise contrastive loss
     pgp_rank: int = 1
+    """FedPGP: rank of the private low-rank prompt U·V."""
     pgp_mu: float = 1.0
+    """FedPGP: weight of the prompt-wise contrastive loss."""
     pgp_temp: float = 0.5
+    """FedPGP: temperature of the contrastive loss."""
     # evaluation
-    score: str = "msp"
-    neg_columns: bool = False  # score with the K negative words' zero-shot text features appended (NegLabel-style)
+    score: Literal["msp", "energy", "neglabel"] = "msp"
+    """OOD score."""
+    neg_columns: bool = False
+    """Score a method without learned OOD prompts (baselines, zero-shot) with the negative words' zero-shot text
+    features as extra columns (NegLabel-style), like FOCoOp's OOD-prompt columns."""
     official_metrics: bool = False
-    cacc_columns: str = "id"
+    """Use the official code's FPR95 (FNR at 5 % FPR) and all-column scores."""
+    cacc_columns: Literal["id", "all"] = "id"
+    """Columns of the CACC argmax (all = the official C + K columns)."""
     per_batch_accuracy: bool = False
-    # data split
-    shuffle_within_class: bool = True
-    official_shots: bool = False
+    """Average per-batch accuracies as the official code (default: per sample)."""
 
     @property
     def spec(self) -> MethodSpec:

@@ -143,7 +143,8 @@ def image_folder_benchmark(bundle, path: str | Path, *, corruptions=("brightness
 
 def image_folder_federation(bundle, path: str | Path, *, words_file: str | Path | None, n_clients: int,
                             alpha: float, num_shot: int, seed: int, n_ctx: int, n_ood: int, split: str = "dirichlet",
-                            classes_per_client: int = 2):
+                            classes_per_client: int = 2, shuffle_within_class: bool = True,
+                            official_shots: bool = False):
     """The federation of a user's image folder: benchmark, NegLabel-style words, Dirichlet/pathological split."""
     from icml25.testbeds import clip as tb
 
@@ -163,6 +164,6 @@ def image_folder_federation(bundle, path: str | Path, *, words_file: str | Path 
                                   noun_template="a photo of a {}.") if n_ood else []
     setup = make_federation(bundle, bench, n_clients=n_clients, alpha=alpha, num_shot=num_shot, seed=seed,
                             n_ctx=n_ctx, n_ood=n_ood, split=split, classes_per_client=classes_per_client,
-                            words=words, neg_prompts=[f"a photo of a {w}." for w in words])
+                            shuffle_within_class=shuffle_within_class, official_shots=official_shots, words=words, neg_prompts=[f"a photo of a {w}." for w in words])
     setup.meta.update(data=str(path), n_word_pool=len(pool))
     return setup
