@@ -376,6 +376,13 @@ def test_training_reduces_the_dsm_loss_and_is_deterministic():
     assert np.mean(l1[-10:]) < 0.7 * np.mean(l1[:10])
     torch.manual_seed(0)
     before = ScoreNetwork(n_features=2, hidden=16, depth=1)
+    # the held-out DSM loss (the validation score of the learning-rate choice) is deterministic and falls too
+    from sggm.score_net import validation_loss
+
+    Xv, Av = m.sample_data(128, seed=1)
+    v1 = validation_loss(net1, Xv, Av, generate="X", T=4.0, seed=3)
+    assert v1 == validation_loss(net1, Xv, Av, generate="X", T=4.0, seed=3)
+    assert v1 < 0.8 * validation_loss(before, Xv, Av, generate="X", T=4.0, seed=3)
     changed = {name: not torch.equal(p, q) for (name, p), q in zip(before.named_parameters(), net1.parameters())}
     # every parameter of the X score changed; the A head is not used when only X is generated
     assert all(v for k, v in changed.items() if not k.startswith("out_a")), changed
@@ -431,3 +438,25 @@ def test_mmd_is_zero_for_identical_sets_and_separates_families():
 def test_bad_input_is_refused_with_a_clear_message(bad, match):
     with pytest.raises(SggmError, match=match):
         bad()
+
+
+def test_spectrum_only_law_equals_the_model_and_the_ring_lattice_spectrum_is_exact():
+    import networkx as nx
+    from sggm.gaussian import features_law_from_spectrum
+    from sggm.graphs import ring_lattice_spectrum
+
+    n, d = 30, 4
+    ring = nx.to_numpy_array(nx.circulant_graph(n, range(1, d // 2 + 1)))
+    np.testing.assert_allclose(ring_lattice_spectrum(n, d), np.linalg.eigvalsh(laplacian(ring)), atol=1e-10)
+    kw = dict(n_steps=40, T=4.0, t_min=1e-3, score_error=0.05)
+    m = GaussianGraphModel(paradigm="features", graph=ring, alpha=1.5, n_features=7)
+    law = features_law_from_spectrum(ring_lattice_spectrum(n, d), alpha=1.5, n_features=7, **kw)
+    assert law.kl == pytest.approx(m.sampler_law(**kw).kl, rel=1e-10)
+    assert law.kl_reverse == pytest.approx(m.sampler_law(**kw).kl_reverse, rel=1e-10)
+    # negative control: a 6-regular lattice's spectrum gives another KL
+    other = features_law_from_spectrum(ring_lattice_spectrum(n, 6), alpha=1.5, n_features=7, **kw)
+    assert abs(other.kl - law.kl) > 1e-3 * law.kl
+    with pytest.raises(SggmError, match="even"):
+        ring_lattice_spectrum(10, 3)
+    with pytest.raises(SggmError, match=">= 0"):
+        features_law_from_spectrum(np.array([-1.0, 0.0]), n_steps=5, T=1.0)

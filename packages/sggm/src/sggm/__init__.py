@@ -13,6 +13,8 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "VE": "sggm.sde",
     "GaussianGraphModel": "sggm.gaussian",
     "SamplerLaw": "sggm.gaussian",
+    "features_law_from_spectrum": "sggm.gaussian",
+    "ring_lattice_spectrum": "sggm.graphs",
     "gaussian_kl": "sggm.kl",
     "monte_carlo_kl": "sggm.kl",
     "sample": "sggm.sampler",

@@ -59,11 +59,13 @@ class Config:
     """N of the joint model (T = 1, VP(0.1, 20) for X, VE(0.2, 10) for A)."""
     perf_n: int = 200
     """n of the eigenbasis-vs-dense timing."""
+    large_n: int = 10_000
+    """n of the spectrum-only paradigm-1 law (ring lattice, closed-form Laplacian spectrum)."""
     mc_chains: int = 2000
     """Monte-Carlo chains (each with F feature columns) of the exact-law check."""
     mc_n: int = 20
     """n of the Monte-Carlo check."""
-    learned_seeds: int = 3
+    learned_seeds: int = 5
     """Seeds of the learned-score check (at most ``seeds``)."""
     learned_n: int = 16
     """Nodes of the learned-score graphs."""
@@ -83,17 +85,27 @@ class Config:
     """DSM steps of the learned structure model."""
     graph_samples: int = 64
     """Generated and reference graphs of the MMD."""
+    learned_lr_grid: tuple[float, ...] = (1e-3, 3e-3, 9e-3)
+    """Adam learning rates tried for every learned score network (the same grid for each family), chosen by the
+    DSM loss on a validation split (held-out draws / graphs of a validation graph seed); a choice at an edge of the
+    grid extends it once by one more step in that direction."""
+    learned_val: int = 512
+    """Held-out draws (features net) of the validation split."""
+    graph_val: int = 64
+    """Held-out graphs (structure net) of the validation split."""
 
     def __post_init__(self) -> None:
         check_positive(self, "seeds", "n_features", "n_steps", "mean_degree", "n_sweep", "T_sweep_steps",
-                       "fine_steps", "joint_n", "joint_features", "joint_steps", "perf_n", "mc_chains", "mc_n",
+                       "fine_steps", "joint_n", "joint_features", "joint_steps", "perf_n", "large_n", "mc_chains", "mc_n",
                        "learned_seeds", "learned_n", "learned_features", "learned_train", "learned_steps",
-                       "learned_chains", "graph_train", "graph_steps", "graph_samples")
+                       "learned_chains", "graph_train", "graph_steps", "graph_samples", "learned_val", "graph_val")
         check_positive(self, "alpha", "beta", "T", "t_min", integer=False)
         if self.score_error < 0:
             raise SggmError(f"score_error must be >= 0, got {self.score_error}")
         if not 0 < self.t_min < min(min(self.T_grid), self.T):
             raise SggmError(f"t_min must lie in (0, min(T, T_grid)), got {self.t_min}")
+        if not self.learned_lr_grid or any(not lr > 0 for lr in self.learned_lr_grid):
+            raise SggmError(f"learned_lr_grid must hold learning rates > 0, got {self.learned_lr_grid}")
         for name in ("n_grid", "N_grid", "T_grid", "couplings"):
             if len(getattr(self, name)) < 2:
                 raise SggmError(f"{name} needs at least 2 values, got {getattr(self, name)}")
@@ -105,16 +117,17 @@ def paper() -> Config:
 
 
 def cpu() -> Config:
-    """Quick settings: 3 seeds, smaller learned-score budgets."""
-    return replace(paper(), seeds=3, learned_steps=200, graph_steps=150, mc_chains=1000, graph_train=96,
-                   learned_chains=256)
+    """Quick settings: 3 seeds, smaller learned-score budgets and a 2-point learning-rate grid."""
+    return replace(paper(), seeds=3, learned_seeds=3, learned_steps=200, graph_steps=150, mc_chains=1000,
+                   graph_train=96, learned_chains=256, learned_lr_grid=(1e-3, 4e-3), learned_val=256, graph_val=32)
 
 
 BUDGETS = Budgets(
     smoke=replace(cpu(), seeds=1, learned_seeds=1, n_grid=(10, 20), N_grid=(25, 50), T_grid=(1.0, 4.0),
-                  n_sweep=20, perf_n=40, mc_chains=50, mc_n=8, fine_steps=200, couplings=(0.0, 1.0), joint_n=6,
+                  n_sweep=20, perf_n=40, large_n=1000, mc_chains=50, mc_n=8, fine_steps=200, couplings=(0.0, 1.0), joint_n=6,
                   joint_features=2, joint_steps=20, learned_steps=5, learned_chains=16, learned_train=64,
-                  learned_N=(5, 10), graph_train=16, graph_steps=3, graph_samples=8),
+                  learned_N=(5, 10), graph_train=16, graph_steps=3, graph_samples=8, learned_lr_grid=(2e-3,),
+                  learned_val=16, graph_val=8),
     quick=cpu(),
     full=paper(),
 )

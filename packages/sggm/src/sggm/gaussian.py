@@ -158,6 +158,32 @@ def propagate_dense(*, mean: np.ndarray, cov: np.ndarray, groups: list[tuple[np.
     return m, 0.5 * (c + c.T)
 
 
+def features_law_from_spectrum(laplacian_eigenvalues, *, alpha: float = 1.0, n_features: int = 50, sde=None,
+                                n_steps: int, T: float, t_min: float = 1e-3, score_error: float = 0.0,
+                                exact_prior: bool = False) -> SamplerLaw:
+    """Paradigm 1 from the Laplacian spectrum alone: the exact law of the sampler in the eigenbasis (O(n) per step,
+    no eigenvectors), for graphs too large to diagonalise (n = 10⁴ and beyond, e.g. with
+    :func:`sggm.graphs.ring_lattice_spectrum`). Same numbers as ``GaussianGraphModel(paradigm="features",
+    ...).sampler_law(method="eigen")``; ``mean``/``cov`` are the per-mode mean and variance ``[n]``."""
+    mu = np.asarray(laplacian_eigenvalues, dtype=np.float64).reshape(-1)
+    if mu.size < 1 or not np.isfinite(mu).all() or (mu < -1e-9).any():
+        raise SggmError("laplacian_eigenvalues must be finite and >= 0 (a Laplacian is positive semi-definite)")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha >= 0:
+        raise SggmError(f"alpha must be a number >= 0, got {alpha!r}")
+    if isinstance(n_features, bool) or not isinstance(n_features, int) or n_features < 1:
+        raise SggmError(f"n_features must be an integer >= 1, got {n_features!r}")
+    if not (isinstance(score_error, (int, float)) and math.isfinite(score_error) and score_error >= 0):
+        raise SggmError(f"score_error must be a finite number >= 0, got {score_error!r}")
+    sde = sde if sde is not None else VP(1.0, 1.0)
+    check_sde("sde", sde)
+    lam = 1.0 / (1.0 + float(alpha) * np.clip(mu, 0.0, None))
+    m, v = propagate_diagonal(mean=np.zeros(mu.size), var=lam, sde=sde, n_steps=n_steps, T=T, t_min=t_min,
+                              score_error=score_error, exact_prior=exact_prior)
+    F = n_features
+    return SamplerLaw(F * gaussian_kl(m, v, None, lam), F * gaussian_kl(None, lam, m, v), mu.size * F, m, v,
+                      np.zeros(mu.size), lam, "spectrum")
+
+
 class GaussianGraphModel:
     """A Gaussian graph model with closed-form scores for one of the paper's three paradigms.
 
