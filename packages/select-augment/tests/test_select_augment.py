@@ -487,3 +487,49 @@ def test_readme_python_quickstart_runs():
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
     assert blocks, "README has no python block"
     exec(compile(blocks[0], "README quickstart", "exec"), {})
+
+
+# ------------------------------------------------------------------------------------------ reproduce logic
+def test_every_method_tunes_lr_on_the_same_grid_and_infobatch_is_cost_calibrated(monkeypatch, tmp_path):
+    """The experiment logic with a fake trainer: InfoBatch's prune ratio is walked down until its measured cost
+    reaches the target, every method then gets the same lr grid on the validation split (never test), edges are
+    extended once and flagged, and the claims/tables are built from the per-seed test runs."""
+    from dataclasses import replace
+
+    from select_augment import reproduce as R
+    from select_augment.config import BUDGETS
+
+    calls = []
+
+    def fake(name, cfg, regime, seed, params, eval_split="test"):
+        calls.append((name, regime, seed, dict(params), eval_split))
+        lr = params.get("lr", 0.1)
+        cost = 1.0 if name.startswith("full") else 0.5
+        if name == "infobatch":
+            cost = 1.0 - params["prune_ratio"] * 0.7  # 0.9 -> 0.37, 0.8 -> 0.44, 0.7 -> 0.51
+        acc = 0.9 - abs(lr - (0.2 if name == "ours" else 0.1)) + 0.001 * seed
+        return {"acc": acc, "cost": cost, "seconds": 1.0, "selector_seconds": 0.01, "score_seconds": 0.1,
+                "epochs": cfg.learn.epochs, "n": cfg.n_train}
+
+    monkeypatch.setattr(R, "run_method", fake)
+    monkeypatch.setattr(R, "_bar_figure", lambda out, name, res, title: name)
+    R._CACHE.clear()
+    cfg = replace(BUDGETS.full, seeds=3, methods_clean=("full", "random", "infobatch", "ours"))
+    sec = R.clean_matched_cost(cfg, [0, 1, 2], tmp_path)
+    tuning = [c for c in calls if c[4] == "val"]
+    assert all(c[2] == 0 for c in tuning)  # tuning on seed 0's validation split only
+    ib_cal = [c[3]["prune_ratio"] for c in tuning if c[0] == "infobatch" and "lr" not in c[3]]
+    assert ib_cal == [0.9, 0.8, 0.7]  # walked down until the measured cost reached 0.5
+    per_method = {m: [c[3]["lr"] for c in tuning if c[0] == m and "lr" in c[3]] for m in cfg.methods_clean}
+    grid = list(cfg.lr_grid)
+    assert all(lrs[:len(grid)] == grid for lrs in per_method.values())
+    assert per_method["ours"] == grid + [0.4]  # chosen at the upper edge: one more step
+    tests = [c for c in calls if c[4] == "test"]
+    assert len(tests) == 3 * len(cfg.methods_clean)
+    assert {c[3]["lr"] for c in tests if c[0] == "random"} == {0.1}
+    assert {c[3]["prune_ratio"] for c in tests if c[0] == "infobatch"} == {0.7}
+    table = sec.tables["Clean shapes: learning rate chosen on the validation split (seed 0), the same grid for "
+                       "every method"]
+    assert [r[3] for r in table[1]] == [3, 3, 3, 4]  # grid points tried (+1 extension for ours)
+    claims = {c.claim: c for c in sec.claims}
+    assert any("InfoBatch" in k for k in claims) and all(c.seeds == 3 for c in claims.values())
