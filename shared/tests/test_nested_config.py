@@ -66,8 +66,22 @@ def test_hidden_field_is_not_a_flag_and_bad_choices_are_refused():
     assert {f.name for f in fields(FitCfg)} == {f.name for f in fields(type(_FIT_DEFAULT))}
 
 
+def test_rename_gives_a_field_another_flag():
+    ann, dflt = nested_config(FitCfg, FitCfg(), hide=("seed",), rename={"width": "model_width"})
+
+    @dataclass(frozen=True)
+    class Cmd(BaseOptions):
+        fit: ann = dflt
+
+    assert tyro.cli(Cmd, args=["--model-width", "3"]).fit.width == 3
+    with pytest.raises(SystemExit):  # negative control: the old flag is gone
+        tyro.cli(Cmd, args=["--width", "3"])
+
+
 def test_bad_arguments():
     with pytest.raises(TypeError, match="no field"):
         nested_config(FitCfg, FitCfg(), hide=("nope",))
+    with pytest.raises(TypeError, match="no field"):
+        nested_config(FitCfg, FitCfg(), rename={"nope": "x"})
     with pytest.raises(TypeError, match="default must be"):
         nested_config(FitCfg, object())

@@ -77,7 +77,8 @@ _OPEN_RUNS: list[Any] = []  # run folders a command opened with open_run_dir; me
 
 
 def nested_config(config_type: type, default: Any, *, hide: Sequence[str] = (),
-                  aliases: Mapping[str, Sequence[str]] | None = None) -> tuple[Any, Any]:
+                  aliases: Mapping[str, Sequence[str]] | None = None,
+                  rename: Mapping[str, str] | None = None) -> tuple[Any, Any]:
     """Nest a method's frozen config dataclass in a command's options, its fields as top-level flags.
 
     Returns ``(annotation, default)`` for one field of the command's options::
@@ -90,7 +91,8 @@ def nested_config(config_type: type, default: Any, *, hide: Sequence[str] = (),
 
     so that ``--lr``, ``--channels`` ... are the config's own fields, help texts and defaults (no copy of them in
     the CLI). ``hide`` drops fields the command's options already carry (``seed``: the command's ``--seed`` is
-    passed on with ``.resolve(seed=cfg.seed)``); ``aliases`` keeps older flag names (``{"n_clients": ("--clients",)}``).
+    passed on with ``.resolve(seed=cfg.seed)``); ``aliases`` keeps older flag names (``{"n_clients": ("--clients",)}``);
+    ``rename`` gives a field another flag where two nested configs share a name (``{"steps": "diffusion_steps"}``).
     The parsed value is an instance of a CLI-only subclass; ``.resolve(**overrides)`` returns the plain config
     (picklable, ``type(x) is config_type``).
     """
@@ -103,14 +105,18 @@ def nested_config(config_type: type, default: Any, *, hide: Sequence[str] = (),
         raise TypeError(f"default must be a {config_type.__name__}, got {type(default).__name__}")
     names = {f.name for f in fields(config_type)}
     aliases = dict(aliases or {})
-    unknown = (set(hide) | set(aliases)) - names
+    rename = dict(rename or {})
+    unknown = (set(hide) | set(aliases) | set(rename)) - names
     if unknown:
         raise TypeError(f"{config_type.__name__} has no field(s) {sorted(unknown)}")
     hints = get_type_hints(config_type, include_extras=True)
     spec = []
     for f in fields(config_type):
-        if f.name in hide or f.name in aliases:
-            marker = tyro.conf.Suppress if f.name in hide else tyro.conf.arg(aliases=tuple(aliases[f.name]))
+        if f.name in hide or f.name in aliases or f.name in rename:
+            if f.name in hide:
+                marker = tyro.conf.Suppress
+            else:
+                marker = tyro.conf.arg(name=rename.get(f.name), aliases=tuple(aliases.get(f.name, ())) or None)
             dflt = f.default if f.default is not MISSING else getattr(default, f.name)
             spec.append((f.name, Annotated[hints[f.name], marker], field(default=dflt)))
 

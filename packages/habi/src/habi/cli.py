@@ -18,28 +18,35 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import (
+    BaseOptions,
+    ReproduceOptions,
+    method_main,
+    nested_config,
+    open_run_dir,
+    reproduce_command,
+)
 
+from habi.config import DataGenConfig, HabiConfig, HabitizeConfig, PlannerConfig, PlannerTrainConfig
 from habi.errors import HabiConfigError
 from habi.registry import METHOD
+
+_GEN, _GEN_DEFAULT = nested_config(DataGenConfig, DataGenConfig(), hide=("seed",))
+_PLANNER, _PLANNER_DEFAULT = nested_config(PlannerConfig, PlannerConfig(obs_dim=1, act_dim=1),
+                                           hide=("obs_dim", "act_dim"), rename={"steps": "diffusion_steps"})
+_PTRAIN, _PTRAIN_DEFAULT = nested_config(PlannerTrainConfig, PlannerTrainConfig.cpu())
+_HABI, _HABI_DEFAULT = nested_config(HabiConfig, HabiConfig(obs_dim=1, act_dim=1), hide=("obs_dim", "act_dim"))
+_HTRAIN, _HTRAIN_DEFAULT = nested_config(HabitizeConfig, HabitizeConfig.cpu())
 
 
 @dataclass(frozen=True)
 class MakeDataConfig(BaseOptions):
     """Generate offline data sets (D4RL layout) with our own SAC policy."""
 
-    env_id: str = "Pendulum-v1"
-    """gymnasium environment id (Hopper-v5/HalfCheetah-v5 need `pip install "gymnasium[mujoco]"`)."""
-    sac_steps: int = 4000
-    """SAC environment steps for the data-generating policy."""
-    checkpoint_every: int = 500
-    """Evaluate/save the SAC policy every this many steps."""
-    n_transitions: int = 20000
-    """Steps in the 'medium' data set."""
-    medium_target: float = 50.0
-    """Normalised score of the checkpoint used for 'medium'."""
     no_cache: bool = False
     """Regenerate even if a cached copy exists."""
+    gen: _GEN = _GEN_DEFAULT
+    """How the data sets are made (habi.config.DataGenConfig)."""
 
 
 @dataclass(frozen=True)
@@ -50,26 +57,11 @@ class TrainPlannerConfig(BaseOptions):
     """D4RL-layout .hdf5/.npz file (observations, actions, rewards, terminals, timeouts)."""
     env_id: str = "Pendulum-v1"
     """Environment the data comes from (its observation/action sizes are checked)."""
-    hidden: int = 256
-    """Width of the noise MLP and the critic (paper/official 256)."""
-    time_dim: int = 64
-    """Time-embedding size of the noise MLP (official Habi pipeline 64)."""
-    diffusion_steps: int = 5
-    """DDPM steps T."""
-    steps: int = 1200
-    """Gradient steps (Diffusion-QL: 2M)."""
-    batch_size: int = 128
-    """Minibatch size (Diffusion-QL: 256)."""
-    lr: float = 1e-3
-    """Adam learning rate (Diffusion-QL: 3e-4; larger for CPU-scale step counts)."""
-    eta: float = 0.2
-    """Weight of the Q term in the actor loss (Diffusion-QL MuJoCo: 1)."""
-    tau: float = 0.02
-    """Target critic / EMA actor update rate (Diffusion-QL: 0.005)."""
-    gamma: float = 0.98
-    """Discount (Diffusion-QL: 0.99)."""
-    num_candidates: int = 50
-    """Candidates per decision."""
+    planner: _PLANNER = _PLANNER_DEFAULT
+    """The planner's architecture and decision rule (habi.config.PlannerConfig; its DDPM `steps` is
+    --diffusion-steps)."""
+    train: _PTRAIN = _PTRAIN_DEFAULT
+    """How it is trained (habi.config.PlannerTrainConfig; defaults: PlannerTrainConfig.cpu())."""
 
 
 @dataclass(frozen=True)
@@ -80,31 +72,19 @@ class HabitizeCliConfig(BaseOptions):
     """Run folder of `habi train-planner`."""
     data: Path = Path("runs/data/medium.hdf5")
     """The offline data set whose states the planner labels."""
-    latent_dim: int = 32
-    """d_z (paper 256)."""
-    hidden: int = 128
-    """Width of prior/posterior/decoder/critic (paper 256)."""
-    steps: int = 3000
-    """Gradient steps (paper 1M)."""
-    batch_size: int = 128
-    """Minibatch size (paper 256)."""
-    lr: float = 1e-3
-    """Adam lr of the habit model and its critic, cosine-annealed (paper 3e-4; larger for CPU-scale step counts)."""
     num_candidates: int = 5
     """N_c at habitual inference."""
     scorer: Literal["habi", "planner", "planner_target", "none"] = "habi"
     """Critic that picks among the N_c candidates."""
-    kld_target: float = 1.0
-    """Target of the adaptive KL weight."""
-    kl_lr: float = 2e-2
-    """Adam lr of log eta_KL (paper 3e-4, which needs ~20k steps to bring the KL to its target; 2e-2 reaches it
-    within a few thousand, as in `habi reproduce`)."""
-    kl_init: float = 1e-6
-    """Initial eta_KL (paper 1e-6)."""
     teacher_states: int = 3000
     """Data-set states labelled by the planner (subsampled)."""
     stored_candidates: int = 10
     """Candidates stored per state for the habitual critic."""
+    habi: _HABI = _HABI_DEFAULT
+    """The habitual model's sizes (habi.config.HabiConfig; paper: 256 everywhere)."""
+    train: _HTRAIN = _HTRAIN_DEFAULT
+    """Habitization (habi.config.HabitizeConfig; defaults: HabitizeConfig.cpu(), whose dual step kl_lr 2e-2
+    brings the KL to its target within a few thousand steps; the paper's 3e-4 needs ~20k)."""
 
 
 @dataclass(frozen=True)
@@ -128,11 +108,10 @@ class EvaluateConfig(BaseOptions):
 
 
 def make_data(cfg: MakeDataConfig) -> int:
-    from habi.datagen import DataGenConfig, make_offline_data
+    gcfg = cfg.gen.resolve(seed=cfg.seed)
+    from habi.datagen import make_offline_data
 
     rd = open_run_dir("habi", cfg)
-    gcfg = DataGenConfig(env_id=cfg.env_id, sac_steps=cfg.sac_steps, checkpoint_every=cfg.checkpoint_every,
-                         n_transitions=cfg.n_transitions, medium_target=cfg.medium_target, seed=cfg.seed)
     rd.write_config(asdict(cfg))
     res = make_offline_data(gcfg, cache=not cfg.no_cache, progress=not cfg.quiet)
     for name in ("medium", "medium-replay"):
@@ -157,16 +136,14 @@ def train_planner_cmd(cfg: TrainPlannerConfig) -> int:
 
     from habi.data import load_offline
     from habi.envs import env_dims
-    from habi.planner import PlannerConfig, PlannerTrainConfig, train_planner
+    from habi.planner import train_planner
 
     obs_dim, act_dim = env_dims(cfg.env_id)
     data = load_offline(cfg.data, obs_dim=obs_dim, act_dim=act_dim)
-    pcfg = PlannerConfig(obs_dim=obs_dim, act_dim=act_dim, hidden=cfg.hidden, time_dim=cfg.time_dim,
-                         steps=cfg.diffusion_steps, num_candidates=cfg.num_candidates)
-    tcfg = PlannerTrainConfig(steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, eta=cfg.eta, tau=cfg.tau,
-                              gamma=cfg.gamma)
+    pcfg = cfg.planner.resolve(obs_dim=obs_dim, act_dim=act_dim)
+    tcfg = cfg.train.resolve()
     rd = open_run_dir("habi", cfg)
-    rd.write_config({**asdict(cfg), "data": str(cfg.data)})
+    rd.write_config({**asdict(cfg), "data": str(cfg.data), "planner": asdict(pcfg)})
     seed_everything(cfg.seed)
     planner = train_planner(data, config=pcfg, train=tcfg, seed=cfg.seed, log=rd.log, progress=not cfg.quiet)
     planner.save(rd.path / "planner")
@@ -208,21 +185,18 @@ def habitize_cmd(cfg: HabitizeCliConfig) -> int:
     from icml25.seeding import seed_everything
 
     from habi.data import load_offline
-    from habi.habitize import HabitizeConfig, habitize
-    from habi.model import HabiConfig
+    from habi.habitize import habitize
     from habi.planner import DiffusionPlanner
     from habi.policy import HabitualPolicy, check_inference_options
     from habi.teacher import generate_goal_directed_behavior
 
     check_inference_options(cfg.num_candidates, cfg.scorer, "sample")
-    hcfg = HabitizeConfig(steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, kld_target=cfg.kld_target,
-                          kl_lr=cfg.kl_lr, kl_init=cfg.kl_init)
+    hcfg = cfg.train.resolve()
     planner = DiffusionPlanner.from_pretrained(cfg.planner)
-    arch = HabiConfig(obs_dim=planner.config.obs_dim, act_dim=planner.config.act_dim, latent_dim=cfg.latent_dim,
-                      hidden=cfg.hidden, critic_hidden=cfg.hidden)
+    arch = cfg.habi.resolve(obs_dim=planner.config.obs_dim, act_dim=planner.config.act_dim)
     data = load_offline(cfg.data, obs_dim=planner.config.obs_dim, act_dim=planner.config.act_dim)
     rd = open_run_dir("habi", cfg)
-    rd.write_config({**asdict(cfg), "planner": str(cfg.planner), "data": str(cfg.data)})
+    rd.write_config({**asdict(cfg), "planner": str(cfg.planner), "data": str(cfg.data), "habi": asdict(arch)})
     seed_everything(cfg.seed)
     teacher = generate_goal_directed_behavior(planner, data, stored=cfg.stored_candidates,
                                               max_states=cfg.teacher_states, seed=cfg.seed, progress=not cfg.quiet)

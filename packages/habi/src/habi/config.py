@@ -1,19 +1,205 @@
-"""Budgets of ``habi reproduce`` (house shape: one frozen config dataclass and ``BUDGETS``).
+"""Every configuration of habi, in one light module (no torch import, so the CLI checks its flags at once).
 
-``Config`` holds everything the reproduction varies between its smoke, quick and full runs; the method's own
-hyper-parameters live in :class:`habi.model.HabiConfig`, :class:`habi.habitize.HabitizeConfig`,
-:class:`habi.planner.PlannerConfig` / :class:`habi.planner.PlannerTrainConfig` and
-:class:`habi.baselines.RegressConfig`.
+Method configs, each with its paper values and the CPU scale we run at: :class:`DataGenConfig` (the offline data
+sets), :class:`PlannerConfig` / :class:`PlannerTrainConfig` (the Diffusion-QL teacher), :class:`HabiConfig` (the
+habitual model) and :class:`HabitizeConfig` (habitization). The CLI's commands nest them (their fields are the
+flags). Then the budgets of ``habi reproduce`` (house shape: one frozen :class:`Config` and ``BUDGETS``);
+:class:`habi.baselines.RegressConfig` holds the regression baselines' settings.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import hashlib
+import json
+from dataclasses import asdict, dataclass, replace
+from typing import Literal
 
 from icml25.experiment import Budgets
 
-from habi.datagen import DataGenConfig
 from habi.errors import HabiConfigError
+
+
+@dataclass(frozen=True)
+class DataGenConfig:
+    """How the offline data sets are generated."""
+
+    env_id: str = "Pendulum-v1"
+    """gymnasium environment (Pendulum-v1; Hopper-v5/HalfCheetah-v5 need the mujoco wheel)."""
+    sac_steps: int = 4000
+    """SAC environment steps (one gradient step each)."""
+    checkpoint_every: int = 500
+    """Save and evaluate the SAC policy every this many steps."""
+    sac_hidden: int = 64
+    """Width of SAC's two hidden layers."""
+    n_transitions: int = 20000
+    """Steps in the 'medium' data set."""
+    medium_target: float = 50.0
+    """Normalised score of the checkpoint used for 'medium'."""
+    eval_episodes: int = 5
+    """Episodes per checkpoint / reference evaluation."""
+    seed: int = 0
+    require_improvement: bool = True
+    """Fail if SAC does not beat the random policy (off only for smoke tests, where references are then
+    placeholders: expert = random + 1)."""
+
+    def __post_init__(self) -> None:
+        for name in ("sac_steps", "checkpoint_every", "sac_hidden", "n_transitions", "eval_episodes"):
+            if getattr(self, name) < 1:
+                raise HabiConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.checkpoint_every > self.sac_steps:
+            raise HabiConfigError(f"checkpoint_every ({self.checkpoint_every}) must be <= sac_steps ({self.sac_steps})")
+
+    def key(self) -> str:
+        return hashlib.sha1(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    """Architecture and decision rule of the diffusion planner."""
+
+    obs_dim: int
+    act_dim: int
+    hidden: int = 256
+    """Width of the noise MLP (3 hidden layers, Mish) and of the twin critic (official DQLMlp/DQLCritic: 256)."""
+    time_dim: int = 64
+    """Size of the sinusoidal time embedding of the noise MLP (official Habi pipeline: DQLMlp emb_dim=64)."""
+    steps: int = 5
+    """DDPM denoising steps T."""
+    schedule: Literal["vp", "cosine"] = "vp"
+    """Noise schedule: Diffusion-QL's 'vp' (default) or 'cosine' (closer to the official CleanDiffuser default)."""
+    num_candidates: int = 50
+    """Candidates per decision (best-of-N by Q)."""
+    temperature: float = 0.5
+    """Scale of the initial noise x_T."""
+    temperature_all_steps: bool = False
+    """Also scale the noise of every intermediate step (official: only x_T)."""
+    decision: Literal["argmax", "softmax"] = "argmax"
+    """'argmax' of the online critic's q_min (default) or a draw from softmax(weight_temperature · Q_target)."""
+    weight_temperature: float = 100.0
+    """Softmax sharpness for decision='softmax' (official per-task values 8-300)."""
+
+    def __post_init__(self) -> None:
+        check_planner_config(self)
+
+
+def check_planner_config(c: PlannerConfig) -> None:
+    for name in ("obs_dim", "act_dim", "hidden", "time_dim", "steps", "num_candidates"):
+        if getattr(c, name) < 1:
+            what = "diffusion steps" if name == "steps" else name
+            raise HabiConfigError(f"planner {name} ({what}) must be >= 1, got {getattr(c, name)}")
+    if c.temperature <= 0:
+        raise HabiConfigError(f"planner temperature must be > 0, got {c.temperature}")
+    if c.decision not in ("argmax", "softmax"):
+        raise HabiConfigError(f"planner decision must be 'argmax' or 'softmax', got {c.decision!r}")
+    if c.schedule not in ("vp", "cosine"):
+        raise HabiConfigError(f"planner schedule must be 'vp' or 'cosine', got {c.schedule!r}")
+
+
+@dataclass(frozen=True)
+class PlannerTrainConfig:
+    """Diffusion-QL training hyper-parameters (defaults: Diffusion-QL's; `habi reproduce` and the CLI use a
+    CPU-scale set: batch 128, lr 1e-3, eta 0.2, tau 0.02, gamma 0.98, about 1k steps)."""
+
+    steps: int = 5000
+    """Gradient steps."""
+    batch_size: int = 256
+    lr: float = 3e-4
+    gamma: float = 0.99
+    eta: float = 1.0
+    """Weight of the Q term in the actor loss (Diffusion-QL η)."""
+    tau: float = 0.005
+    """Soft-update rate of the target critic and the EMA actor."""
+    grad_clip: float = 10.0
+
+    @classmethod
+    def paper(cls, **overrides) -> PlannerTrainConfig:
+        """Diffusion-QL's values (the class defaults; its runs take 2M steps)."""
+        return cls(**overrides)
+
+    @classmethod
+    def cpu(cls, **overrides) -> PlannerTrainConfig:
+        """The CPU scale of ``habi train-planner`` and ``habi reproduce``: batch 128, lr 1e-3, eta 0.2, tau 0.02,
+        gamma 0.98, 1,200 steps."""
+        return cls(**({"steps": 1200, "batch_size": 128, "lr": 1e-3, "eta": 0.2, "tau": 0.02, "gamma": 0.98}
+                      | overrides))
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.batch_size < 1:
+            raise HabiConfigError(f"planner training steps and batch_size must be >= 1, got {self.steps}, {self.batch_size}")
+        if self.lr <= 0:
+            raise HabiConfigError(f"planner lr must be > 0, got {self.lr}")
+        if not 0 < self.gamma <= 1 or not 0 < self.tau <= 1 or self.eta < 0:
+            raise HabiConfigError(f"planner gamma and tau must be in (0, 1] and eta >= 0, got {self.gamma}, {self.tau}, "
+                             f"{self.eta}")
+
+
+@dataclass(frozen=True)
+class HabiConfig:
+    """Architecture of the habitual model."""
+
+    obs_dim: int
+    act_dim: int
+    latent_dim: int = 32
+    """d_z (paper/official: 256; 32 at CPU scale)."""
+    hidden: int = 128
+    """Width of prior/posterior/decoder MLPs (official 256)."""
+    critic_hidden: int = 128
+    """Width of the habitual critic (official 256)."""
+    conditional_decoder: bool = False
+    """Decode D(z, s) instead of D(z) (official option; off by default)."""
+
+    @classmethod
+    def paper(cls, obs_dim: int, act_dim: int, **overrides) -> HabiConfig:
+        """The paper's / official sizes: d_z = 256, widths 256."""
+        return cls(**({"obs_dim": obs_dim, "act_dim": act_dim, "latent_dim": 256, "hidden": 256,
+                       "critic_hidden": 256} | overrides))
+
+    def __post_init__(self) -> None:
+        for name in ("obs_dim", "act_dim", "latent_dim", "hidden", "critic_hidden"):
+            if getattr(self, name) < 1:
+                raise HabiConfigError(f"habi {name} must be >= 1 (a positive size), got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class HabitizeConfig:
+    """Hyper-parameters of habitization (defaults: the official ones except the step count)."""
+
+    steps: int = 5000
+    """Gradient steps (official 1M)."""
+    batch_size: int = 256
+    lr: float = 3e-4
+    """Adam learning rate of prior/posterior/decoder and critic (cosine-annealed)."""
+    kld_target: float = 1.0
+    """KL target of the adaptive weight (official kld_target = 1)."""
+    kl_init: float = 1e-6
+    """Initial η_KL (official 1e-6)."""
+    kl_lr: float = 3e-4
+    """Adam learning rate of log η_KL (official 3e-4: moves log η_KL by ~3e-4 per step)."""
+    kl_mode: Literal["geometric", "arithmetic"] = "geometric"
+    """'geometric' (official: mean of per-sample log10 KL) or 'arithmetic' (log10 of the mean KL)."""
+    eta: float = 0.0
+    """Weight of the -C(z, D(z)) term (official 0 everywhere)."""
+
+    @classmethod
+    def paper(cls, **overrides) -> HabitizeConfig:
+        """The official values, 1M steps at batch 256 (lr 3e-4, dual step 3e-4, eta_KL from 1e-6)."""
+        return cls(**({"steps": 1_000_000} | overrides))
+
+    @classmethod
+    def cpu(cls, **overrides) -> HabitizeConfig:
+        """The CPU scale of ``habi habitize``: 3,000 steps at batch 128, lr 1e-3, and the faster dual step 2e-2
+        (the paper's 3e-4 needs ~20k steps to bring the KL to its target)."""
+        return cls(**({"steps": 3000, "batch_size": 128, "lr": 1e-3, "kl_lr": 2e-2} | overrides))
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.batch_size < 1:
+            raise HabiConfigError(f"habitize steps and batch_size must be >= 1, got {self.steps}, {self.batch_size}")
+        if not self.kld_target > 0:
+            raise HabiConfigError(f"kld_target must be > 0 (log10 is undefined otherwise), got {self.kld_target}")
+        if not self.kl_init > 0 or not self.kl_lr > 0 or not self.lr > 0:
+            raise HabiConfigError(f"kl_init, kl_lr and lr must be > 0, got {self.kl_init}, {self.kl_lr}, {self.lr}")
+        if self.kl_mode not in ("geometric", "arithmetic"):
+            raise HabiConfigError(f"kl_mode must be 'geometric' or 'arithmetic', got {self.kl_mode!r}")
 
 
 @dataclass(frozen=True)
@@ -21,7 +207,6 @@ class Config:
     data: DataGenConfig = DataGenConfig()
     planner_hidden: int = 256
     """Width of the planner's noise MLP and twin critic (official DQLMlp/DQLCritic: 256)."""
-    planner_steps: int = 1200
     teacher_states: int = 3000
     seeds: int = 5
     episodes: int = 20
@@ -50,11 +235,8 @@ class Config:
     bench_rounds: int = 5
     workers: int = 2
     """Training processes (1: train in this process)."""
-    planner_batch: int = 128
-    planner_lr: float = 1e-3
-    planner_eta: float = 0.2
-    planner_tau: float = 0.02
-    planner_gamma: float = 0.98
+    planner_train: PlannerTrainConfig = PlannerTrainConfig.cpu()
+    """How the planner is trained (steps, batch, lr, eta, tau, gamma)."""
     planner_time_dim: int = 64
     """Time-embedding size of the noise MLP (official Habi pipeline: 64)."""
     batch: int = 128
@@ -77,12 +259,12 @@ class Config:
 
 
 FULL = Config()
-QUICK = replace(FULL, planner_steps=200, teacher_states=600, steps_grid=(300, 600), seeds=3, episodes=4,
+QUICK = replace(FULL, planner_train=replace(FULL.planner_train, steps=200), teacher_states=600, steps_grid=(300, 600), seeds=3, episodes=4,
                 val_episodes=4, kl_seeds=1, softmax_seeds=1, bench_habi=600, bench_planner=60,
                 bench_rounds=3)
 SMOKE = Config(data=DataGenConfig(sac_steps=300, checkpoint_every=150, n_transitions=600, eval_episodes=1,
                                   require_improvement=False),
-               planner_hidden=32, planner_steps=20, teacher_states=100, steps_grid=(20, 30), seeds=1, episodes=1,
+               planner_hidden=32, planner_train=PlannerTrainConfig.cpu(steps=20), teacher_states=100, steps_grid=(20, 30), seeds=1, episodes=1,
                val_episodes=1, lr_grid=(1e-3, 3e-3), kl_seeds=1, softmax_seeds=1, replay_seeds=1,
                bench_habi=40, bench_planner=10, bench_rounds=2, workers=1, planner_time_dim=8)
 BUDGETS = Budgets(smoke=SMOKE, quick=QUICK, full=FULL)

@@ -16,55 +16,21 @@ Both are written in the D4RL HDF5 layout, with the references in the ``meta`` at
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from habi.config import DataGenConfig  # noqa: F401 (defined in the light habi.config)
 from habi.data import load_offline, save_offline
 from habi.envs import make_env
 from habi.errors import HabiConfigError
 
 DATASETS = ("medium", "medium-replay")
-
-
-@dataclass(frozen=True)
-class DataGenConfig:
-    """How the offline data sets are generated."""
-
-    env_id: str = "Pendulum-v1"
-    """gymnasium environment (Pendulum-v1; Hopper-v5/HalfCheetah-v5 need the mujoco wheel)."""
-    sac_steps: int = 4000
-    """SAC environment steps (one gradient step each)."""
-    checkpoint_every: int = 500
-    """Save and evaluate the SAC policy every this many steps."""
-    sac_hidden: int = 64
-    """Width of SAC's two hidden layers."""
-    n_transitions: int = 20000
-    """Steps in the 'medium' data set."""
-    medium_target: float = 50.0
-    """Normalised score of the checkpoint used for 'medium'."""
-    eval_episodes: int = 5
-    """Episodes per checkpoint / reference evaluation."""
-    seed: int = 0
-    require_improvement: bool = True
-    """Fail if SAC does not beat the random policy (off only for smoke tests, where references are then
-    placeholders: expert = random + 1)."""
-
-    def __post_init__(self) -> None:
-        for name in ("sac_steps", "checkpoint_every", "sac_hidden", "n_transitions", "eval_episodes"):
-            if getattr(self, name) < 1:
-                raise HabiConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.checkpoint_every > self.sac_steps:
-            raise HabiConfigError(f"checkpoint_every ({self.checkpoint_every}) must be <= sac_steps ({self.sac_steps})")
-
-    def key(self) -> str:
-        return hashlib.sha1(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
 
 
 def cache_root() -> Path:

@@ -15,47 +15,16 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from habi.config import HabiConfig, HabitizeConfig  # noqa: F401 (defined in the light habi.config)
 from habi.errors import HabiConfigError
 from habi.losses import AdaptiveKLWeight, gaussian_kl
-from habi.model import HabiConfig, Synergy
-
-
-@dataclass(frozen=True)
-class HabitizeConfig:
-    """Hyper-parameters of habitization (defaults: the official ones except the step count)."""
-
-    steps: int = 5000
-    """Gradient steps (official 1M)."""
-    batch_size: int = 256
-    lr: float = 3e-4
-    """Adam learning rate of prior/posterior/decoder and critic (cosine-annealed)."""
-    kld_target: float = 1.0
-    """KL target of the adaptive weight (official kld_target = 1)."""
-    kl_init: float = 1e-6
-    """Initial η_KL (official 1e-6)."""
-    kl_lr: float = 3e-4
-    """Adam learning rate of log η_KL (official 3e-4: moves log η_KL by ~3e-4 per step)."""
-    kl_mode: Literal["geometric", "arithmetic"] = "geometric"
-    """'geometric' (official: mean of per-sample log10 KL) or 'arithmetic' (log10 of the mean KL)."""
-    eta: float = 0.0
-    """Weight of the -C(z, D(z)) term (official 0 everywhere)."""
-
-    def __post_init__(self) -> None:
-        if self.steps < 1 or self.batch_size < 1:
-            raise HabiConfigError(f"habitize steps and batch_size must be >= 1, got {self.steps}, {self.batch_size}")
-        if not self.kld_target > 0:
-            raise HabiConfigError(f"kld_target must be > 0 (log10 is undefined otherwise), got {self.kld_target}")
-        if not self.kl_init > 0 or not self.kl_lr > 0 or not self.lr > 0:
-            raise HabiConfigError(f"kl_init, kl_lr and lr must be > 0, got {self.kl_init}, {self.kl_lr}, {self.lr}")
-        if self.kl_mode not in ("geometric", "arithmetic"):
-            raise HabiConfigError(f"kl_mode must be 'geometric' or 'arithmetic', got {self.kl_mode!r}")
+from habi.model import Synergy
 
 
 class Habitizer:

@@ -13,37 +13,15 @@ Shapes: ``s (B, obs_dim)``, ``a (B, act_dim)``, ``z (B, d_z)``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from habi.config import HabiConfig  # noqa: F401 (defined in the light habi.config)
 from habi.errors import HabiConfigError
 from habi.nets import HabiCritic, mlp
 
 SIGMA_FLOOR = 0.01
-
-
-@dataclass(frozen=True)
-class HabiConfig:
-    """Architecture of the habitual model."""
-
-    obs_dim: int
-    act_dim: int
-    latent_dim: int = 32
-    """d_z (paper/official: 256; 32 at CPU scale)."""
-    hidden: int = 128
-    """Width of prior/posterior/decoder MLPs (official 256)."""
-    critic_hidden: int = 128
-    """Width of the habitual critic (official 256)."""
-    conditional_decoder: bool = False
-    """Decode D(z, s) instead of D(z) (official option; off by default)."""
-
-    def __post_init__(self) -> None:
-        for name in ("obs_dim", "act_dim", "latent_dim", "hidden", "critic_hidden"):
-            if getattr(self, name) < 1:
-                raise HabiConfigError(f"habi {name} must be >= 1 (a positive size), got {getattr(self, name)}")
 
 
 class GaussianEncoder(nn.Module):

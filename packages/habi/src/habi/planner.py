@@ -15,60 +15,19 @@ planner's own evaluation instead draws one candidate from ``softmax(w · Q_targe
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from habi.config import PlannerConfig, PlannerTrainConfig, check_planner_config  # noqa: F401 (defined in the light habi.config)
 from habi.data import GaussianNormalizer, qlearning_dataset
 from habi.diffusion import DDPM
 from habi.errors import HabiConfigError
 from habi.nets import FusedTwinMLP, TwinQ
-
-
-@dataclass(frozen=True)
-class PlannerConfig:
-    """Architecture and decision rule of the diffusion planner."""
-
-    obs_dim: int
-    act_dim: int
-    hidden: int = 256
-    """Width of the noise MLP (3 hidden layers, Mish) and of the twin critic (official DQLMlp/DQLCritic: 256)."""
-    time_dim: int = 64
-    """Size of the sinusoidal time embedding of the noise MLP (official Habi pipeline: DQLMlp emb_dim=64)."""
-    steps: int = 5
-    """DDPM denoising steps T."""
-    schedule: Literal["vp", "cosine"] = "vp"
-    """Noise schedule: Diffusion-QL's 'vp' (default) or 'cosine' (closer to the official CleanDiffuser default)."""
-    num_candidates: int = 50
-    """Candidates per decision (best-of-N by Q)."""
-    temperature: float = 0.5
-    """Scale of the initial noise x_T."""
-    temperature_all_steps: bool = False
-    """Also scale the noise of every intermediate step (official: only x_T)."""
-    decision: Literal["argmax", "softmax"] = "argmax"
-    """'argmax' of the online critic's q_min (default) or a draw from softmax(weight_temperature · Q_target)."""
-    weight_temperature: float = 100.0
-    """Softmax sharpness for decision='softmax' (official per-task values 8-300)."""
-
-    def __post_init__(self) -> None:
-        check_planner_config(self)
-
-
-def check_planner_config(c: PlannerConfig) -> None:
-    for name in ("obs_dim", "act_dim", "hidden", "time_dim", "steps", "num_candidates"):
-        if getattr(c, name) < 1:
-            what = "diffusion steps" if name == "steps" else name
-            raise HabiConfigError(f"planner {name} ({what}) must be >= 1, got {getattr(c, name)}")
-    if c.temperature <= 0:
-        raise HabiConfigError(f"planner temperature must be > 0, got {c.temperature}")
-    if c.decision not in ("argmax", "softmax"):
-        raise HabiConfigError(f"planner decision must be 'argmax' or 'softmax', got {c.decision!r}")
-    if c.schedule not in ("vp", "cosine"):
-        raise HabiConfigError(f"planner schedule must be 'vp' or 'cosine', got {c.schedule!r}")
 
 
 class PlannerNets(nn.Module):
@@ -199,32 +158,6 @@ class DiffusionPlanner:
         nets = load_model(path, lambda _m: PlannerNets(cfg=arch))
         return cls(config=cfg, nets=nets, normalizer=GaussianNormalizer.from_dict(meta["normalizer"]), backend=backend,
                    seed=seed)
-
-
-@dataclass(frozen=True)
-class PlannerTrainConfig:
-    """Diffusion-QL training hyper-parameters (defaults: Diffusion-QL's; `habi reproduce` and the CLI use a
-    CPU-scale set: batch 128, lr 1e-3, eta 0.2, tau 0.02, gamma 0.98, about 1k steps)."""
-
-    steps: int = 5000
-    """Gradient steps."""
-    batch_size: int = 256
-    lr: float = 3e-4
-    gamma: float = 0.99
-    eta: float = 1.0
-    """Weight of the Q term in the actor loss (Diffusion-QL η)."""
-    tau: float = 0.005
-    """Soft-update rate of the target critic and the EMA actor."""
-    grad_clip: float = 10.0
-
-    def __post_init__(self) -> None:
-        if self.steps < 1 or self.batch_size < 1:
-            raise HabiConfigError(f"planner training steps and batch_size must be >= 1, got {self.steps}, {self.batch_size}")
-        if self.lr <= 0:
-            raise HabiConfigError(f"planner lr must be > 0, got {self.lr}")
-        if not 0 < self.gamma <= 1 or not 0 < self.tau <= 1 or self.eta < 0:
-            raise HabiConfigError(f"planner gamma and tau must be in (0, 1] and eta >= 0, got {self.gamma}, {self.tau}, "
-                             f"{self.eta}")
 
 
 def _soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:

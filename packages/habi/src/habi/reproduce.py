@@ -200,8 +200,7 @@ def returns(cfg: Config, seeds: list[int], out: Path) -> Section:
     # ---- teacher (one per run, seed recorded) -------------------------------------------------------------------
     t0 = time.perf_counter()
     pcfg = PlannerConfig(obs_dim=obs_dim, act_dim=act_dim, hidden=cfg.planner_hidden, time_dim=cfg.planner_time_dim)
-    ptrain = PlannerTrainConfig(steps=cfg.planner_steps, batch_size=cfg.planner_batch, lr=cfg.planner_lr,
-                                eta=cfg.planner_eta, tau=cfg.planner_tau, gamma=cfg.planner_gamma)
+    ptrain = cfg.planner_train
     planner = train_planner(data, config=pcfg, train=ptrain, seed=seed, log=rd.log, progress=progress)
     planner.save(out / "planner")
     teacher = generate_goal_directed_behavior(planner, data, max_states=cfg.teacher_states, stored=STORED,
@@ -418,13 +417,13 @@ def returns(cfg: Config, seeds: list[int], out: Path) -> Section:
               ["setting", "KL geo-mean", "KL mean", "eta_KL", "runs"],
               [[setting_of[k], round(float(np.mean(final_kl[k])), 4), round(float(np.mean(final_kl_mean[k])), 4),
                 float(np.mean(final_eta[k])), len(final_kl[k])] for k in setting_of if final_kl[k]])
+    pt = cfg.planner_train
     sec.table("Data and budget", ["item", "value"], [
         ["env", env_id], ["data set", f"medium: {len(data['observations'])} steps"],
         ["random / expert return", f"{meta['random_return']:.1f} / {meta['expert_return']:.1f}"],
         ["medium checkpoint", f"step {meta['medium_step']} (score {meta['medium_score']:.1f})"],
-        ["planner", f"hidden {cfg.planner_hidden}, {cfg.planner_steps} steps (batch {cfg.planner_batch}, lr "
-                    f"{cfg.planner_lr:g}, eta {cfg.planner_eta:g}, tau {cfg.planner_tau:g}, gamma "
-                    f"{cfg.planner_gamma:g}), 50 cand. x {pcfg.steps} DDPM steps"],
+        ["planner", f"hidden {cfg.planner_hidden}, {pt.steps} steps (batch {pt.batch_size}, lr {pt.lr:g}, eta "
+                    f"{pt.eta:g}, tau {pt.tau:g}, gamma {pt.gamma:g}), 50 cand. x {pcfg.steps} DDPM steps"],
         ["habi", f"d_z {hcfg.latent_dim}, hidden {hcfg.hidden}, batch {cfg.batch}"],
         ["BC / Distill-MSE", f"MLP 2x{cfg.regress_hidden}, batch {cfg.batch}"],
         ["evaluation", f"{cfg.episodes} test episodes per seed; {cfg.val_episodes} validation episodes per trial"],
