@@ -52,13 +52,24 @@ def test_private_prompts_stay_local_and_baselines_run(syn_setup):
         assert 0.0 <= out.summary()["acc"] <= 1.0
 
 
-@pytest.mark.parametrize("kw,field", [({"alpha": 0.0}, "alpha"), ({"frac": 1.5}, "frac"), ({"tau": 0.0}, "tau"),
+@pytest.mark.parametrize("kw,field", [({"frac": 1.5}, "frac"), ({"tau": 0.0}, "tau"),
                                       ({"reg_m": 0.0}, "reg_m"), ({"reg_m": float("inf")}, "reg_m"),
                                       ({"score": "maxlogit"}, "score"), ({"method": "fedavg"}, "method"),
                                       ({"n_ood": 0}, "n_ood"), ({"ema": -0.1}, "ema"), ({"rounds": 0}, "rounds")])
 def test_bad_config(kw, field):
     with pytest.raises(FOCoOpConfigError, match=field):
         _cfg(**kw).validate()
+
+
+@pytest.mark.parametrize("kw,field", [({"alpha": 0.0}, "alpha"), ({"alpha": float("nan")}, "alpha"),
+                                      ({"n_clients": 0}, "n_clients"), ({"split": "iid"}, "split"),
+                                      ({"classes_per_client": 0}, "classes_per_client")])
+def test_bad_federation(kw, field):
+    from focoop.config import Federation
+
+    assert Federation().validate() == Federation()  # negative control: the defaults pass
+    with pytest.raises(FOCoOpConfigError, match=field):
+        Federation(**kw).validate()
 
 
 def test_too_many_ood_prompts_and_overlapping_words(syn_setup):

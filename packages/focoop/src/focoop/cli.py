@@ -16,7 +16,7 @@ _FEDERATION, _FEDERATION_DEFAULT = nested_config(Federation, Federation(), hide=
                                                  aliases={"n_clients": ("--clients",)})
 # the run's knobs; the federation's own fields come from --clients/--alpha/... above (one flag each)
 _FED, _FED_DEFAULT = nested_config(FedConfig, FedConfig(),
-                                   hide=("seed", "n_clients", "alpha", "num_shot", "n_ctx", "n_ood"))
+                                   hide=("seed", "n_clients", "n_ctx", "n_ood"))
 
 
 @dataclass(frozen=True)
@@ -121,8 +121,7 @@ def _setup(opts: DataOptions):
 
 def _fed_config(opts: RunOptions) -> FedConfig:
     fs = opts.fed_split()
-    return opts.fed.resolve(seed=fs.seed, n_clients=fs.n_clients, alpha=fs.alpha, num_shot=fs.num_shot,
-                            n_ctx=fs.n_ctx, n_ood=fs.n_ood).validate()
+    return opts.fed.resolve(seed=fs.seed, n_clients=fs.n_clients, n_ctx=fs.n_ctx, n_ood=fs.n_ood).validate()
 
 
 def run(opts: RunOptions) -> int:

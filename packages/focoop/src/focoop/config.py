@@ -142,10 +142,6 @@ class FedConfig:
     """Local mini-batch size."""
     lr: float = 2e-2
     """SGD learning rate (plain SGD, as the official FOCoOp client)."""
-    alpha: float = 0.1
-    """Dirichlet concentration of the split this run trains on (recorded; the split itself is the setup's)."""
-    num_shot: int = 8
-    """Training shots per present class per client (recorded; the setup's)."""
     seed: int = 0
     """Seed of the clients' training randomness."""
     n_ctx: int = 4
@@ -241,7 +237,7 @@ class FedConfig:
         """Raise :class:`FOCoOpConfigError` naming the field and what is allowed; returns self."""
         method_spec(self.method)
         ints = {"n_clients": self.n_clients, "rounds": self.rounds, "local_epochs": self.local_epochs,
-                "batch_size": self.batch_size, "num_shot": self.num_shot, "n_ctx": self.n_ctx}
+                "batch_size": self.batch_size, "n_ctx": self.n_ctx}
         for name, v in ints.items():
             if not isinstance(v, int) or v < 1:
                 raise FOCoOpConfigError(f"{name} must be an integer >= 1, got {v!r}")
@@ -250,7 +246,6 @@ class FedConfig:
         if self.adv_iters < 0:
             raise FOCoOpConfigError(f"adv_iters must be >= 0, got {self.adv_iters}")
         checks = [
-            ("alpha", self.alpha > 0, "> 0"),
             ("lr", self.lr > 0, "> 0"),
             ("tau", self.tau > 0, "> 0"),
             ("reg_m", self.reg_m > 0 and math.isfinite(self.reg_m), "finite and > 0"),

@@ -136,8 +136,8 @@ class _Bench:
         from focoop.config import FedConfig
 
         b = self.b
-        return FedConfig(method=m, n_clients=b.clients, rounds=b.rounds, local_epochs=b.local_epochs, lr=lr,
-                         alpha=SPLITS[sk][1], num_shot=b.num_shot, seed=s, n_ood=b.n_ood)
+        return FedConfig(method=m, n_clients=b.clients, rounds=b.rounds, local_epochs=b.local_epochs, lr=lr, seed=s,
+                         n_ood=b.n_ood)
 
     # -- row helpers
     def vals(self, sk: str, m: str, scoring: str, key: str) -> list[float]:
