@@ -337,6 +337,7 @@ def test_batched_trivialaugment_draws_ops_and_magnitudes_uniformly_and_determini
 
 
 def test_digits_weak_augmentation_has_no_flip_and_a_one_pixel_crop():
+    pytest.importorskip("sklearn")
     from select_augment.augment import weak_augment
     from select_augment.data import digits
 

@@ -349,6 +349,11 @@ def digits_matched_cost(cfg: Config, seeds: list[int], out: Path) -> Section:
     sec = Section("digits, matched cost")
     if not cfg.digits:
         return sec
+    try:
+        import sklearn  # noqa: F401  (the digits ship with scikit-learn, which this package does not declare)
+    except ImportError:
+        sec.notes.append("digits: skipped, scikit-learn is not installed (pip install scikit-learn)")
+        return sec
     res, params, selections, calibration = _compare(cfg, "digits", seeds, cfg.methods_digits)
     _matched_cost_claims(sec, cfg, "Digits", res, selections, timing=False)
     _method_table(sec, "Digits: accuracy and measured cost per method", res, params)
