@@ -89,6 +89,8 @@ class Config:
     """Adam learning rates tried for every learned score network (the same grid for each family), chosen by the
     DSM loss on a validation split (held-out draws / graphs of a validation graph seed); a choice at an edge of the
     grid extends it once by one more step in that direction."""
+    learned_lr_extend: int = 1
+    """How many times a learning-rate choice at an edge of the grid extends it by one more step."""
     learned_val: int = 512
     """Held-out draws (features net) of the validation split."""
     graph_val: int = 64
@@ -104,6 +106,8 @@ class Config:
             raise SggmError(f"score_error must be >= 0, got {self.score_error}")
         if not 0 < self.t_min < min(min(self.T_grid), self.T):
             raise SggmError(f"t_min must lie in (0, min(T, T_grid)), got {self.t_min}")
+        if self.learned_lr_extend < 0:
+            raise SggmError(f"learned_lr_extend must be >= 0, got {self.learned_lr_extend}")
         if not self.learned_lr_grid or any(not lr > 0 for lr in self.learned_lr_grid):
             raise SggmError(f"learned_lr_grid must hold learning rates > 0, got {self.learned_lr_grid}")
         for name in ("n_grid", "N_grid", "T_grid", "couplings"):
@@ -117,9 +121,10 @@ def paper() -> Config:
 
 
 def cpu() -> Config:
-    """Quick settings: 3 seeds, smaller learned-score budgets and a 2-point learning-rate grid."""
+    """Quick settings: 3 seeds, smaller learned-score budgets and a 2-point learning-rate grid (not extended)."""
     return replace(paper(), seeds=3, learned_seeds=3, learned_steps=200, graph_steps=150, mc_chains=1000,
-                   graph_train=96, learned_chains=256, learned_lr_grid=(1e-3, 4e-3), learned_val=256, graph_val=32)
+                   graph_train=96, learned_chains=256, learned_lr_grid=(1e-3, 4e-3), learned_lr_extend=0, learned_val=256,
+                   graph_val=32)
 
 
 BUDGETS = Budgets(

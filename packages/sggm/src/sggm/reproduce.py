@@ -479,7 +479,7 @@ def learned(cfg: Config, seeds: list[int], out: Path) -> Section:
     grid = {"lr": list(cfg.learned_lr_grid)}
     sel = tune_alike({**{f"features net, {f}": (eval_features(f), grid) for f in FAMILIES},
                       **{f"structure net, {f}": (eval_structure(f), grid) for f in FAMILIES}}, higher_is_better=False,
-                     extend=1)
+                     extend=cfg.learned_lr_extend)
     lr_x = {f: sel[f"features net, {f}"].params["lr"] for f in FAMILIES}
     lr_a = {f: sel[f"structure net, {f}"].params["lr"] for f in FAMILIES}
 
