@@ -457,6 +457,28 @@ def test_bad_selection_and_augmentation_input_is_refused():
             check_classnames(names, 3 if needle == "one class name" else len(names) or 1)
 
 
+def test_bad_augmentation_data_and_grid_input_is_refused():
+    from select_augment.augment import BatchedTrivialAugment
+    from select_augment.data import digits
+
+    z, t, y = _toy(n_per=6)
+    sel = DynamicSelector(score(z, y, text_features=t, k=3), ratio=0.5, epochs=2)
+    with pytest.raises(SelectAugmentError, match="pad"):
+        TargetedAugment((_images(len(y)), y), sel, pad=32)
+    with pytest.raises(SelectAugmentError, match="exclude_ops"):
+        strong_policy("trivialaugment", exclude_ops=("Spin",))
+    with pytest.raises(SelectAugmentError, match="every operation"):
+        BatchedTrivialAugment(exclude_ops=tuple(strong_policy("trivialaugment")._AUGMENTATION_SPACE))
+    with pytest.raises(SelectAugmentError, match="image_size"):
+        digits(image_size=12)
+    with pytest.raises(SelectAugmentError, match="split"):
+        digits(split="dev")
+    for kw, needle in [(dict(lr_grid=()), "lr_grid"), (dict(lr_grid=(0.1, -1.0)), "lr_grid"),
+                       (dict(infobatch_prune_grid=(1.0,)), "infobatch_prune_grid")]:
+        with pytest.raises(ValueError, match=needle):
+            Config(**kw)
+
+
 @pytest.mark.parametrize("make, field", [
     (lambda: SelectConfig(ratio=0.0), "ratio"), (lambda: SelectConfig(delta=2.0), "delta"),
     (lambda: AugConfig(aug_ratio=-0.1), "aug_ratio"), (lambda: ScoreConfig(q_noise=1.0), "q_noise"),
