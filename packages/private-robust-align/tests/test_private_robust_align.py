@@ -268,3 +268,14 @@ def test_fit_slope_recovers_a_power_law():
     n = np.array([100, 200, 400, 800, 1600])
     s = fit_slope(n, 3 * n**-0.5)
     assert s.slope == pytest.approx(-0.5) and s.lo <= -0.5 <= s.hi
+
+
+def test_clc_between_statistic_uses_the_smaller_gap():
+    from private_robust_align.reproduce import _between, _gaps
+
+    assert _gaps([0.1, 0.2], [0.3, 0.25], [0.4, 0.6]) == pytest.approx([0.1, 0.05])
+    ctl, clc, ltc = [0.10, 0.12, 0.11, 0.09, 0.10], [0.30, 0.31, 0.29, 0.30, 0.32], [0.50, 0.52, 0.49, 0.51, 0.50]
+    assert _between(ctl, clc, ltc).verdict == "holds"
+    # controls: CLC as bad as LTC, or CLC below CTL, must not count as "between"
+    assert _between(ctl, ltc, ltc).verdict != "holds"
+    assert _between(clc, ctl, ltc).verdict != "holds"
