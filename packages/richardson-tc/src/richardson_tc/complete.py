@@ -149,7 +149,7 @@ def cp_complete(
     if solver in ("lifted", "em") and size > max_entries:
         raise RichardsonTcError(
             f"tensor has {size} entries > max_entries={max_entries}: lifting rebuilds the full tensor at every inner "
-            f"step (about {24 * size / 2**30:.1f} GiB); raise max_entries or use solver='direct'")
+            f"step (about {24 * size / 2**20:,.0f} MiB of working arrays); raise max_entries or use solver='direct'")
     if init is None:
         factors = init_factors(shape, rank, seed=seed)
     else:
