@@ -19,7 +19,7 @@ class TrainOptions(BaseOptions):
     augmentation (or a baseline selector); writes the model, the scores, the cost and the test accuracy."""
 
     dataset: Literal["shapes", "digits", "folder"] = "shapes"
-    """shapes (tiny-CLIP test bed), digits (sklearn's, needs scikit-learn) or folder (an ImageFolder, --folder)."""
+    """shapes (tiny-CLIP test bed), digits (scikit-learn's bundled 8x8 digits) or folder (an ImageFolder, --folder)."""
     method: Literal["ours", "infobatch", "random", "full"] = "ours"
     """Selector: ours (DynamicSelector + TargetedAugment), InfoBatch, random dynamic selection, or full data."""
     regime: Literal["clean", "noisy", "ambiguous", "duplicates"] = "clean"

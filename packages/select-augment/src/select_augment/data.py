@@ -63,8 +63,8 @@ def shapes(n: int, *, regime: Regime = "clean", seed: int, split: str = "train",
 def digits(*, seed: int = 0, split: str = "train", val_frac: float = 0.2, test_frac: float = 0.3,
            image_size: int = 32) -> ImageSet:
     """sklearn's bundled digits (1797 images, 8x8) as ``image_size`` RGB uint8 (8: the native images; 32: each pixel
-    a 4x4 block), class names "zero".."nine", prompt "a photo of the digit {}"; a seeded split. Needs scikit-learn
-    (not a dependency of this package: ``pip install scikit-learn``)."""
+    a 4x4 block), class names "zero".."nine", prompt "a photo of the digit {}"; a seeded split (scikit-learn's bundled
+    copy; nothing is downloaded)."""
     if image_size not in (8, 16, 32):
         raise SelectAugmentError(f"image_size must be 8, 16 or 32 for digits, got {image_size!r}")
     if split not in ("train", "val", "test"):
