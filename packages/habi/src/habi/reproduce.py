@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -175,160 +175,214 @@ def _setting_name(kl_lr: float) -> str:
     return f"eta_KL from 1e-6, {what} kl_lr {kl_lr:g}"
 
 
-def returns(cfg: Config, seeds: list[int], out: Path) -> Section:
-    """Return, KL and the latent's effect at the paper's KL setting, against the planner, BC and Distill-MSE."""
-    from icml25.plots import grouped_bars, learning_curves
-    from icml25.rundir import RunDir
-    from icml25.tuning import selections_table, tune_alike
+@dataclass
+class _Returns:
+    """State of the ``returns`` experiment, passed between its phases (setup, tuning, training and evaluation,
+    claims, tables)."""
 
-    sec = Section("returns")
+    cfg: Config
+    seeds: list[int]
+    out: Path
+    rd: Any
+    progress: bool
+    env_id: str
+    gen: dict
+    meta: dict
+    data: dict
+    planner: Any = None
+    planner_one: Any = None
+    planner_soft: Any = None
+    pcfg: Any = None
+    hcfg: Any = None
+    diag: dict = field(default_factory=dict)
+    trainer: Any = None
+    kl_settings: dict = field(default_factory=dict)
+    medium: Any = None
+    replay: Any = None
+    times: dict = field(default_factory=dict)
+
+    @property
+    def seed(self) -> int:
+        return self.seeds[0]
+
+
+# the policies of the returns table
+HABI = "Habi (Habi critic, N_c=5)"
+H1, H50, HPL, HMEAN = ("Habi (N_c=1, no critic)", "Habi (Habi critic, N_c=50)", "Habi (planner critic, N_c=5)",
+                       "Habi (z = mu_p(s), no critic)")
+PLANNER, PSOFT, PONE = "Planner (argmax of 50)", "Planner (softmax, target critic)", "Planner (1 sample, no critic)"
+
+
+def _ablation_names(cfg: Config) -> tuple[str, str]:
+    return (f"Habi, KL ablation: dual step kl_lr={cfg.ablation_kl_lr:g} (N_c=5)",
+            f"Habi, KL ablation: dual step kl_lr={cfg.ablation_kl_lr:g} (N_c=1)")
+
+
+def _returns_setup(cfg: Config, seeds: list[int], out: Path) -> _Returns:
+    """Data, the teacher planner (one per run, seed recorded) and its labels, the trainer pool."""
+    from icml25.rundir import RunDir
+
     t_start = time.perf_counter()
-    prev_threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # small nets: a second thread only adds contention on a shared 2-core machine
     progress = cfg.workers > 1 and cfg.seeds > 1
-    rd = RunDir(out, resume=True)
     env_id = cfg.data.env_id
     obs_dim, act_dim = env_dims(env_id)
     gen = make_offline_data(cfg.data, progress=progress)
-    meta = gen["meta"]
     data = load_offline(gen["medium"], obs_dim=obs_dim, act_dim=act_dim)
-    seed = seeds[0]
+    r = _Returns(cfg=cfg, seeds=seeds, out=out, rd=RunDir(out, resume=True), progress=progress, env_id=env_id,
+                 gen=gen, meta=gen["meta"], data=data)
     for s in seeds:  # fail fast: the episode seeds must keep test and validation apart
         episode_seeds("test", s, cfg.episodes), episode_seeds("validation", s, cfg.val_episodes)
-    t_data = time.perf_counter() - t_start
+    r.times["data"] = time.perf_counter() - t_start
 
-    # ---- teacher (one per run, seed recorded) -------------------------------------------------------------------
     t0 = time.perf_counter()
-    pcfg = PlannerConfig(obs_dim=obs_dim, act_dim=act_dim, hidden=cfg.planner_hidden, time_dim=cfg.planner_time_dim)
-    ptrain = cfg.planner_train
-    planner = train_planner(data, config=pcfg, train=ptrain, seed=seed, log=rd.log, progress=progress)
-    planner.save(out / "planner")
-    teacher = generate_goal_directed_behavior(planner, data, max_states=cfg.teacher_states, stored=STORED,
-                                              seed=seed, progress=progress)
-    diag = label_diagnostic(planner, data, states=min(1000, cfg.teacher_states), seed=seed + 1)
-    t_teacher = time.perf_counter() - t0
-    norm = planner.normalizer
-    planner_soft = DiffusionPlanner(config=replace(pcfg, decision="softmax"), nets=planner.nets, normalizer=norm)
-    planner_one = DiffusionPlanner(config=replace(pcfg, num_candidates=1), nets=planner.nets, normalizer=norm)
-    hcfg = HabiConfig(obs_dim=obs_dim, act_dim=act_dim, latent_dim=cfg.latent_dim, hidden=cfg.habi_hidden,
-                      critic_hidden=cfg.habi_hidden)
-    trainer = Trainer(cfg.workers)
-    kl_settings = {"main": {"kl_lr": cfg.main_kl_lr}, "ablation": {"kl_lr": cfg.ablation_kl_lr}}
-    medium = _Section(cfg, trainer, "medium", data, teacher, norm, hcfg, kl_settings)
+    r.pcfg = PlannerConfig(obs_dim=obs_dim, act_dim=act_dim, hidden=cfg.planner_hidden, time_dim=cfg.planner_time_dim)
+    r.planner = train_planner(data, config=r.pcfg, train=cfg.planner_train, seed=r.seed, log=r.rd.log,
+                              progress=progress)
+    r.planner.save(out / "planner")
+    teacher = generate_goal_directed_behavior(r.planner, data, max_states=cfg.teacher_states, stored=STORED,
+                                              seed=r.seed, progress=progress)
+    r.diag = label_diagnostic(r.planner, data, states=min(1000, cfg.teacher_states), seed=r.seed + 1)
+    r.times["teacher"] = time.perf_counter() - t0
+    r.hcfg = HabiConfig(obs_dim=obs_dim, act_dim=act_dim, latent_dim=cfg.latent_dim, hidden=cfg.habi_hidden,
+                        critic_hidden=cfg.habi_hidden)
+    norm = r.planner.normalizer
+    r.planner_one = DiffusionPlanner(config=replace(r.pcfg, num_candidates=1), nets=r.planner.nets, normalizer=norm)
+    r.planner_soft = DiffusionPlanner(config=replace(r.pcfg, decision="softmax"), nets=r.planner.nets,
+                                      normalizer=norm)
+    r.trainer = Trainer(cfg.workers)
+    r.kl_settings = {"main": {"kl_lr": cfg.main_kl_lr}, "ablation": {"kl_lr": cfg.ablation_kl_lr}}
+    r.medium = _Section(cfg, r.trainer, "medium", data, teacher, r.planner.normalizer, r.hcfg, r.kl_settings)
+    return r
 
-    # ---- tuning alike on validation episodes (first seed): lr AND steps from the same grid ------------------------
+
+def _returns_tune(r: _Returns) -> tuple[dict, dict]:
+    """Tuning alike on validation episodes (first seed): lr AND steps from the same grid for every method."""
+    from icml25.tuning import tune_alike
+
+    cfg, seed = r.cfg, r.seed
     t0 = time.perf_counter()
     grid = {"lr": list(cfg.lr_grid), "steps": list(cfg.steps_grid)}
     for steps in sorted(cfg.steps_grid, reverse=True):  # submit the whole grid at once (long jobs first)
         for lr in cfg.lr_grid:
             for m in METHODS:
-                medium.job(m, lr, steps, seed)
+                r.medium.job(m, lr, steps, seed)
     val_start = episode_seeds("validation", seed, cfg.val_episodes).start
 
     def validation(method: str) -> Callable[[dict], float]:
         def evaluate(p: dict) -> float:
-            pol = medium.policy(method, p["lr"], int(p["steps"]), seed)
+            pol = r.medium.policy(method, p["lr"], int(p["steps"]), seed)
             torch.manual_seed(seed)
-            score = _score(evaluate_policy(pol.act_batch, env_id, episodes=cfg.val_episodes, seed=val_start), meta)
-            rd.log(None, stage="tune", method=method, lr=p["lr"], steps=p["steps"], validation_score=score)
+            score = _score(evaluate_policy(pol.act_batch, r.env_id, episodes=cfg.val_episodes, seed=val_start),
+                           r.meta)
+            r.rd.log(None, stage="tune", method=method, lr=p["lr"], steps=p["steps"], validation_score=score)
             return score
         return evaluate
 
     sel = tune_alike({m: (validation(m), grid) for m in METHODS}, extend=cfg.extend)
     ch = {m: (float(sel[m].params["lr"]), int(sel[m].params["steps"])) for m in sel}
-    t_tune = time.perf_counter() - t0
+    r.times["tune"] = time.perf_counter() - t0
+    return sel, ch
 
-    # ---- per-seed training at the chosen settings (the first seed's models are the tuning runs) -----------------
+
+def _seed_policies(r: _Returns, ch: dict, s: int, models: dict) -> dict[str, Any]:
+    """Every policy evaluated on seed ``s`` (the Habi model's inference variants, the planners, the baselines)."""
+    cfg, norm, planner, model = r.cfg, r.planner.normalizer, r.planner, models["main"]
+    abl, abl1 = _ablation_names(cfg)
+    policies: dict[str, Any] = {
+        HABI: HabitualPolicy(model=model, normalizer=norm, num_candidates=5, scorer="habi"),
+        H1: HabitualPolicy(model=model, normalizer=norm, num_candidates=1, scorer="none"),
+        H50: HabitualPolicy(model=model, normalizer=norm, num_candidates=50, scorer="habi"),
+        HPL: HabitualPolicy(model=model, normalizer=norm, num_candidates=5, scorer="planner", planner=planner),
+        HMEAN: HabitualPolicy(model=model, normalizer=norm, num_candidates=1, scorer="none", latent="mean"),
+        PLANNER: planner,
+        PONE: r.planner_one,
+        "BC": r.medium.policy("BC", *ch["BC"], s),
+        "Distill-MSE": r.medium.policy("Distill-MSE", *ch["Distill-MSE"], s),
+    }
+    if s in r.seeds[: cfg.softmax_seeds]:
+        policies[PSOFT] = r.planner_soft
+    if "ablation" in models:
+        policies[abl] = HabitualPolicy(model=models["ablation"], normalizer=norm, num_candidates=5, scorer="habi")
+        policies[abl1] = HabitualPolicy(model=models["ablation"], normalizer=norm, num_candidates=1, scorer="none")
+    return policies
+
+
+def _returns_train_evaluate(r: _Returns, ch: dict) -> dict[str, Any]:
+    """Per-seed training at the chosen settings (the first seed's models are the tuning runs), then test episodes
+    for every policy; the KL curves and the latent's spread on the way."""
+    cfg, seeds, rd, norm = r.cfg, r.seeds, r.rd, r.planner.normalizer
     t0 = time.perf_counter()
     kl_seeds = seeds[: cfg.kl_seeds]
     for s in seeds:
         for m in METHODS:
-            medium.job(m, *ch[m], s)
+            r.medium.job(m, *ch[m], s)
     for s in kl_seeds:
-        medium.job("Habi", *ch["Habi"], s, setting="ablation")
-    replay = None
+        r.medium.job("Habi", *ch["Habi"], s, setting="ablation")
     if cfg.replay_seeds:  # the replay planner trains here while the workers train the medium models
-        replay = _replay_setup(cfg, gen, pcfg, ptrain, hcfg, trainer, kl_settings, seed=seed, out=out, log=rd.log,
-                               progress=progress)
+        r.replay = _replay_setup(cfg, r.gen, r.pcfg, cfg.planner_train, r.hcfg, r.trainer, r.kl_settings,
+                                 seed=r.seed, out=r.out, log=rd.log, progress=r.progress)
         for s in seeds[: cfg.replay_seeds]:
             for m in METHODS:
-                replay.job(m, *ch[m], s)
+                r.replay.job(m, *ch[m], s)
 
-    HABI = "Habi (Habi critic, N_c=5)"
-    H1, H50, HPL, HMEAN = ("Habi (N_c=1, no critic)", "Habi (Habi critic, N_c=50)", "Habi (planner critic, N_c=5)",
-                           "Habi (z = mu_p(s), no critic)")
-    ABL = f"Habi, KL ablation: dual step kl_lr={cfg.ablation_kl_lr:g} (N_c=5)"
-    ABL1 = f"Habi, KL ablation: dual step kl_lr={cfg.ablation_kl_lr:g} (N_c=1)"
-    PLANNER, PSOFT, PONE = "Planner (argmax of 50)", "Planner (softmax, target critic)", "Planner (1 sample, no critic)"
-    names = [HABI, H1, H50, HPL, HMEAN, ABL, ABL1, PLANNER, PSOFT, PONE, "BC", "Distill-MSE"]
-    scores: dict[str, list[float]] = {n: [] for n in names}
+    names = [HABI, H1, H50, HPL, HMEAN, *_ablation_names(cfg), PLANNER, PSOFT, PONE, "BC", "Distill-MSE"]
     setting_of = {"main": f"{_setting_name(cfg.main_kl_lr)} (main), {ch['Habi'][1]} steps",
                   "ablation": f"{_setting_name(cfg.ablation_kl_lr)} (ablation), {ch['Habi'][1]} steps"}
-    kl_curves: dict[str, list] = {v: [] for v in setting_of.values()}
-    eta_curves: dict[str, list] = {v: [] for v in setting_of.values()}
-    axes: dict[str, list[int]] = {}
-    final_kl: dict[str, list[float]] = {k: [] for k in setting_of}
-    final_kl_mean: dict[str, list[float]] = {k: [] for k in setting_of}
-    final_eta: dict[str, list[float]] = {k: [] for k in setting_of}
-    spread: list[float] = []
+    ev: dict[str, Any] = {
+        "names": names, "scores": {n: [] for n in names}, "setting_of": setting_of, "kl_seeds": kl_seeds,
+        "kl_curves": {v: [] for v in setting_of.values()}, "eta_curves": {v: [] for v in setting_of.values()},
+        "axes": {}, "final_kl": {k: [] for k in setting_of}, "final_kl_mean": {k: [] for k in setting_of},
+        "final_eta": {k: [] for k in setting_of}, "spread": []}
     t_eval = 0.0
-    rng_states = norm(qlearning_dataset(data)["observations"][:: max(1, len(data["observations"]) // 500)])
+    rng_states = norm(qlearning_dataset(r.data)["observations"][:: max(1, len(r.data["observations"]) // 500)])
     for s in seeds:
-        keys = ["main"] + (["ablation"] if s in kl_seeds else [])
         models = {}
-        for key in keys:
-            res = medium.job("Habi", *ch["Habi"], s, setting=key).result()
-            models[key] = medium.habi_model(res)
+        for key in ["main"] + (["ablation"] if s in kl_seeds else []):
+            res = r.medium.job("Habi", *ch["Habi"], s, setting=key).result()
+            models[key] = r.medium.habi_model(res)
             hist = res["hist"]
             for h in hist:
                 rd.log(h["step"], stage="habitize", setting=key, seed=s, **{k: v for k, v in h.items() if k != "step"})
-            axes[setting_of[key]] = [h["step"] for h in hist]
-            kl_curves[setting_of[key]].append([h["kl_geomean"] for h in hist])
-            eta_curves[setting_of[key]].append([h["eta_kl"] for h in hist])
-            final_kl[key].append(hist[-1]["kl_geomean"])
-            final_kl_mean[key].append(hist[-1]["kl_mean"])
-            final_eta[key].append(hist[-1]["eta_kl"])
+            ev["axes"][setting_of[key]] = [h["step"] for h in hist]
+            ev["kl_curves"][setting_of[key]].append([h["kl_geomean"] for h in hist])
+            ev["eta_curves"][setting_of[key]].append([h["eta_kl"] for h in hist])
+            ev["final_kl"][key].append(hist[-1]["kl_geomean"])
+            ev["final_kl_mean"][key].append(hist[-1]["kl_mean"])
+            ev["final_eta"][key].append(hist[-1]["eta_kl"])
         model = models["main"]
         with torch.no_grad():  # spread of decoded prior samples (the latent's effect on the candidates)
             S = torch.from_numpy(rng_states)
             mu, sig = model.encode_prior(S)
             z = mu[:, None] + sig[:, None] * torch.randn(len(S), 50, mu.shape[-1])
             a = model.decode(z.reshape(-1, mu.shape[-1]), S.repeat_interleave(50, 0)).reshape(len(S), 50, -1)
-            spread.append(float(a.std(1).mean()))
-        policies: dict[str, Any] = {
-            HABI: HabitualPolicy(model=model, normalizer=norm, num_candidates=5, scorer="habi"),
-            H1: HabitualPolicy(model=model, normalizer=norm, num_candidates=1, scorer="none"),
-            H50: HabitualPolicy(model=model, normalizer=norm, num_candidates=50, scorer="habi"),
-            HPL: HabitualPolicy(model=model, normalizer=norm, num_candidates=5, scorer="planner", planner=planner),
-            HMEAN: HabitualPolicy(model=model, normalizer=norm, num_candidates=1, scorer="none", latent="mean"),
-            PLANNER: planner, PONE: planner_one,
-            "BC": medium.policy("BC", *ch["BC"], s), "Distill-MSE": medium.policy("Distill-MSE", *ch["Distill-MSE"], s),
-        }
-        if s in seeds[: cfg.softmax_seeds]:
-            policies[PSOFT] = planner_soft
-        if "ablation" in models:
-            policies[ABL] = HabitualPolicy(model=models["ablation"], normalizer=norm, num_candidates=5, scorer="habi")
-            policies[ABL1] = HabitualPolicy(model=models["ablation"], normalizer=norm, num_candidates=1, scorer="none")
+            ev["spread"].append(float(a.std(1).mean()))
+        policies = _seed_policies(r, ch, s, models)
         t1 = time.perf_counter()
         test_start = episode_seeds("test", s, cfg.episodes).start
         for name, pol in policies.items():
             torch.manual_seed(s)
-            rets = evaluate_policy(pol.act_batch, env_id, episodes=cfg.episodes, seed=test_start)
-            scores[name].append(_score(rets, meta))
-            rd.log(None, stage="evaluate", seed=s, policy=name, score=scores[name][-1],
+            rets = evaluate_policy(pol.act_batch, r.env_id, episodes=cfg.episodes, seed=test_start)
+            ev["scores"][name].append(_score(rets, r.meta))
+            rd.log(None, stage="evaluate", seed=s, policy=name, score=ev["scores"][name][-1],
                    mean_return=float(rets.mean()))
         t_eval += time.perf_counter() - t1
-        if s == seed:
-            policies[HABI].save(out / "habi")  # the speed experiment reads the trained CPU-size Habi from here
-    t_train = time.perf_counter() - t0 - t_eval
+        if s == r.seed:
+            policies[HABI].save(r.out / "habi")  # the speed experiment reads the trained CPU-size Habi from here
+    r.times["train"] = time.perf_counter() - t0 - t_eval
+    r.times["eval"] = t_eval
 
     t0 = time.perf_counter()
-    replay_scores = _replay_evaluate(replay, ch, seeds[: cfg.replay_seeds], cfg, meta, log=rd.log) if replay else None
-    trainer.close()
-    t_replay = time.perf_counter() - t0
-    torch.set_num_threads(prev_threads)
+    ev["replay_scores"] = (_replay_evaluate(r.replay, ch, seeds[: cfg.replay_seeds], cfg, r.meta, log=rd.log)
+                           if r.replay else None)
+    r.trainer.close()
+    r.times["replay"] = time.perf_counter() - t0
+    return ev
 
-    # ---- claims -----------------------------------------------------------------------------------------------
+
+def _returns_claims(sec: Section, r: _Returns, sel: dict, ch: dict, ev: dict) -> None:
+    cfg, seeds, seed, env_id = r.cfg, r.seeds, r.seed, r.env_id
+    scores, final_kl, final_eta = ev["scores"], ev["final_kl"], ev["final_eta"]
+    abl, abl1 = _ablation_names(cfg)
     tuned = "; ".join(sel[m].note() for m in sel)
     base = scores[PLANNER]
     pm = mean_sd(base)[0]
@@ -363,38 +417,46 @@ def returns(cfg: Config, seeds: list[int], out: Path) -> Section:
         claim=f"With the KL at its target ({tag}) the latent matters: Habi with N_c=5 (Habi critic) scores above "
               "N_c=1", metric=f"{env_id} medium normalised score", ours=scores[HABI], baseline=scores[H1],
         baseline_name="Habi N_c=1 (one prior sample, no critic)", paper=PAPER_LATENT, paired=True,
-        note=f"same model per seed; spread (sd) of 50 decoded prior samples per state {np.mean(spread):.3g} "
+        note=f"same model per seed; spread (sd) of 50 decoded prior samples per state {np.mean(ev['spread']):.3g} "
              f"(actions in [-1, 1]); N_c=50: {mean_sd(scores[H50])[0]:.1f}; final KL geo-mean {kl_h:.3g}"))
-    gap = {k: [log10_gap(v, 1.0) for v in final_kl[k]] for k in setting_of}
+    gap = {k: [log10_gap(v, 1.0) for v in final_kl[k]] for k in ev["setting_of"]}
     sec.add(Claim.threshold(
         claim=f"Habi's adaptive KL weight ({kl_desc}, {st_h} steps) brings the geometric-mean KL to within a "
               "factor 2 of its target 1", metric="|log10 KL - log10 target| at the end (decades)",
         ours=gap["main"], threshold=KL_TOL_DECADES, paper=PAPER_KL, kind="property", higher_is_better=False,
         note=f"one value per seed ({len(seeds)} seeds); final KL geo-mean {kl_h:.3g}, arithmetic mean "
-             f"{np.mean(final_kl_mean['main']):.3g}, eta_KL {np.mean(final_eta['main']):.3g}"))
-    if kl_seeds:
+             f"{np.mean(ev['final_kl_mean']['main']):.3g}, eta_KL {np.mean(final_eta['main']):.3g}"))
+    if ev["kl_seeds"]:
         sec.add(Claim.threshold(
             claim=f"KL ablation, the paper's dual step (kl_lr {cfg.ablation_kl_lr:g}, eta_KL from 1e-6): the KL "
                   f"reaches its target within the same {st_h} steps", metric="|log10 KL - log10 target| at the end "
                   "(decades)", ours=gap["ablation"], threshold=KL_TOL_DECADES, paper=PAPER_KL, kind="property",
             higher_is_better=False,
-            note=f"one value per seed ({len(kl_seeds)} seeds); Adam moves log eta_KL by ~{cfg.ablation_kl_lr:g} per "
-                 f"step, so eta_KL <= 1e-6*exp({cfg.ablation_kl_lr:g}*{st_h}) = "
+            note=f"one value per seed ({len(ev['kl_seeds'])} seeds); Adam moves log eta_KL by "
+                 f"~{cfg.ablation_kl_lr:g} per step, so eta_KL <= 1e-6*exp({cfg.ablation_kl_lr:g}*{st_h}) = "
                  f"{1e-6 * np.exp(cfg.ablation_kl_lr * st_h):.3g} here (final {np.mean(final_eta['ablation']):.3g}); "
-                 f"`habi reproduce --task kl-long` trains it 20k steps; return {mean_sd(scores[ABL])[0]:.1f} (N_c=5) "
-                 f"vs {mean_sd(scores[ABL1])[0]:.1f} (N_c=1)"))
-    if replay_scores is not None:
-        rs = replay_scores
+                 f"`habi reproduce --task kl-long` trains it 20k steps; return {mean_sd(scores[abl])[0]:.1f} (N_c=5) "
+                 f"vs {mean_sd(scores[abl1])[0]:.1f} (N_c=1)"))
+    rs = ev["replay_scores"]
+    if rs is not None:
         rpm = mean_sd(rs[PLANNER])[0]
         sec.add(Claim.compare(
             claim="medium-replay: Habi (Habi critic, N_c=5) is comparable to its planner (not below 90%)",
             metric=f"{env_id} medium-replay normalised score", ours=rs[HABI], baseline=rs[PLANNER],
             baseline_name="Diffusion-QL planner (argmax of 50)", paper=PAPER_RETURN, margin=-0.1 * abs(rpm),
             paired=True,
-            note=f"{len(rs[HABI])} seeds x {cfg.episodes} test episodes, paired; {replay.n} transitions (SAC replay "
-                 f"buffer up to the medium checkpoint); own planner (seed {seed}); settings chosen on medium"))
+            note=f"{len(rs[HABI])} seeds x {cfg.episodes} test episodes, paired; {r.replay.n} transitions (SAC "
+                 f"replay buffer up to the medium checkpoint); own planner (seed {seed}); settings chosen on medium"))
 
-    # ---- tables and figures -----------------------------------------------------------------------------------
+
+def _returns_tables(sec: Section, r: _Returns, sel: dict, ev: dict) -> None:
+    from icml25.plots import grouped_bars, learning_curves
+    from icml25.tuning import selections_table
+
+    cfg, env_id, meta, diag, out = r.cfg, r.env_id, r.meta, r.diag, r.out
+    scores, names, setting_of = ev["scores"], ev["names"], ev["setting_of"]
+    final_kl, final_kl_mean, final_eta = ev["final_kl"], ev["final_kl_mean"], ev["final_eta"]
+    tuned = "; ".join(sel[m].note() for m in sel)
     sec.table(f"Normalised score ({env_id} medium, ours; test episodes)", ["policy", "mean", "sd", "seeds"],
               [[n, round(mean_sd(scores[n])[0], 1), round(mean_sd(scores[n])[1], 1), len(scores[n])]
                for n in names if scores[n]])
@@ -409,7 +471,7 @@ def returns(cfg: Config, seeds: list[int], out: Path) -> Section:
          f"{diag['best_minus_mean']:.3f} / {diag['cand_sd']:.3f}"],
     ])
     cols, srows = selections_table(sel)
-    sec.table(f"Tuned alike: Adam lr and steps chosen on validation episodes (seed {seed}, {cfg.val_episodes} "
+    sec.table(f"Tuned alike: Adam lr and steps chosen on validation episodes (seed {r.seed}, {cfg.val_episodes} "
               f"episodes, batch {cfg.batch})", cols, srows)
     sec.table("Tuning trials (validation normalised score)", ["method", "lr", "steps", "validation score"],
               [[m, t["params"]["lr"], t["params"]["steps"], t["score"]] for m in sel for t in sel[m].trials])
@@ -417,43 +479,61 @@ def returns(cfg: Config, seeds: list[int], out: Path) -> Section:
               ["setting", "KL geo-mean", "KL mean", "eta_KL", "runs"],
               [[setting_of[k], round(float(np.mean(final_kl[k])), 4), round(float(np.mean(final_kl_mean[k])), 4),
                 float(np.mean(final_eta[k])), len(final_kl[k])] for k in setting_of if final_kl[k]])
-    pt = cfg.planner_train
+    pt, t = cfg.planner_train, r.times
     sec.table("Data and budget", ["item", "value"], [
-        ["env", env_id], ["data set", f"medium: {len(data['observations'])} steps"],
+        ["env", env_id], ["data set", f"medium: {len(r.data['observations'])} steps"],
         ["random / expert return", f"{meta['random_return']:.1f} / {meta['expert_return']:.1f}"],
         ["medium checkpoint", f"step {meta['medium_step']} (score {meta['medium_score']:.1f})"],
         ["planner", f"hidden {cfg.planner_hidden}, {pt.steps} steps (batch {pt.batch_size}, lr {pt.lr:g}, eta "
-                    f"{pt.eta:g}, tau {pt.tau:g}, gamma {pt.gamma:g}), 50 cand. x {pcfg.steps} DDPM steps"],
-        ["habi", f"d_z {hcfg.latent_dim}, hidden {hcfg.hidden}, batch {cfg.batch}"],
+                    f"{pt.eta:g}, tau {pt.tau:g}, gamma {pt.gamma:g}), 50 cand. x {r.pcfg.steps} DDPM steps"],
+        ["habi", f"d_z {r.hcfg.latent_dim}, hidden {r.hcfg.hidden}, batch {cfg.batch}"],
         ["BC / Distill-MSE", f"MLP 2x{cfg.regress_hidden}, batch {cfg.batch}"],
         ["evaluation", f"{cfg.episodes} test episodes per seed; {cfg.val_episodes} validation episodes per trial"],
         ["training workers", str(cfg.workers)],
-        ["seconds data/teacher/tune/train/eval/replay", f"{t_data:.0f}/{t_teacher:.0f}/{t_tune:.0f}/"
-                                                        f"{t_train:.0f}/{t_eval:.0f}/{t_replay:.0f}"],
+        ["seconds data/teacher/tune/train/eval/replay", f"{t['data']:.0f}/{t['teacher']:.0f}/{t['tune']:.0f}/"
+                                                        f"{t['train']:.0f}/{t['eval']:.0f}/{t['replay']:.0f}"],
     ])
-    if replay_scores is not None:
+    rs = ev["replay_scores"]
+    if rs is not None:
         sec.table(f"Normalised score ({env_id} medium-replay, ours; one teacher)", ["policy", "mean", "sd", "seeds"],
-                  [[n, round(mean_sd(v)[0], 1), round(mean_sd(v)[1], 1), len(v)] for n, v in replay_scores.items()])
+                  [[n, round(mean_sd(v)[0], 1), round(mean_sd(v)[1], 1), len(v)] for n, v in rs.items()])
     grouped_bars({"normalised score": {n: scores[n] for n in names if scores[n]}}, out / "scores.png",
                  ylabel="normalised score", title=f"{env_id} medium")
-    for fname, curves, ylabel in (("kl", kl_curves, "geometric-mean KL"), ("eta_kl", eta_curves, "eta_KL")):
+    axes = ev["axes"]
+    for fname, curves, ylabel in (("kl", ev["kl_curves"], "geometric-mean KL"),
+                                  ("eta_kl", ev["eta_curves"], "eta_KL")):
         longest = max(axes, key=lambda k: len(axes[k]) and axes[k][-1])
         x = axes[longest]
         padded = {k: np.asarray([np.interp(x, axes[k], c, right=np.nan) for c in v]) for k, v in curves.items() if v}
         learning_curves(padded, out / f"{fname}.png", x=x, ylabel=ylabel, title=f"adaptive KL weight ({ylabel})",
                         logy=True)
     sec.figures += ["scores.png", "kl.png", "eta_kl.png"]
-    if replay_scores is not None:
-        grouped_bars({"medium-replay": replay_scores}, out / "scores_replay.png", ylabel="normalised score",
+    if rs is not None:
+        grouped_bars({"medium-replay": rs}, out / "scores_replay.png", ylabel="normalised score",
                      title=f"{env_id} medium-replay")
         sec.figures.append("scores_replay.png")
     sec.notes += [
-        f"data: {'cached' if gen['cached'] else 'generated'} in {gen['meta']['seconds']}s (SAC {cfg.data.sac_steps} steps)",
+        f"data: {'cached' if r.gen['cached'] else 'generated'} in {meta['seconds']}s (SAC {cfg.data.sac_steps} steps)",
         "Planner row uses the argmax rule that generated a*; the softmax/target-critic row is the official planner "
         f"evaluation rule (weight temperature 100), on the first {cfg.softmax_seeds} seeds.",
         f"Tuned alike: {tuned}. Validation episodes use reset seeds from {VALIDATION_SEED_BASE}, test episodes from "
         f"{TEST_SEED_BASE} (disjoint). The first seed's test models are the tuning runs at the chosen setting.",
     ]
+
+
+def returns(cfg: Config, seeds: list[int], out: Path) -> Section:
+    """Return, KL and the latent's effect at the paper's KL setting, against the planner, BC and Distill-MSE."""
+    sec = Section("returns")
+    prev_threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small nets: a second thread only adds contention on a shared 2-core machine
+    try:
+        r = _returns_setup(cfg, seeds, out)
+        sel, ch = _returns_tune(r)
+        ev = _returns_train_evaluate(r, ch)
+    finally:
+        torch.set_num_threads(prev_threads)
+    _returns_claims(sec, r, sel, ch, ev)
+    _returns_tables(sec, r, sel, ev)
     return sec
 
 
@@ -471,7 +551,6 @@ def speed(cfg: Config, seeds: list[int], out: Path) -> Section:
     obs_dim, act_dim = env_dims(env_id)
     gen = make_offline_data(cfg.data, progress=False)
     data = load_offline(gen["medium"], obs_dim=obs_dim, act_dim=act_dim)
-    HABI, PLANNER = "Habi (Habi critic, N_c=5)", "Planner (argmax of 50)"
     PAPER_HABI = "Habi at paper size (d_z 256, width 256, Habi critic, N_c=5; untrained, timing only)"
     PAPER_PLANNER = f"Planner at paper size (width 256, 50 x {pcfg.steps} DDPM steps)"
     REF_HABI, REF_PLANNER = "Habi (N_c=5), reference torch path", "Planner, reference torch path"
@@ -610,7 +689,7 @@ def _replay_setup(cfg: Config, gen: dict, pcfg: PlannerConfig, ptrain: PlannerTr
 
 def _replay_evaluate(sec: _Section, ch: dict[str, tuple[float, int]], seeds: list[int], cfg: Config, meta: dict, *,
                      log) -> dict[str, list[float]]:
-    names = ["Habi (Habi critic, N_c=5)", "Habi (N_c=1, no critic)", "Planner (argmax of 50)", "BC", "Distill-MSE"]
+    names = [HABI, H1, PLANNER, "BC", "Distill-MSE"]
     scores: dict[str, list[float]] = {n: [] for n in names}
     for s in seeds:
         habi_pol = sec.policy("Habi", *ch["Habi"], s)
