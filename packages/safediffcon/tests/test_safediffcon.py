@@ -211,6 +211,23 @@ def test_guidance_gradient_is_zero_when_all_samples_are_safe():
     assert g[:, 2, :NT].flatten().unique().numel() == 1
 
 
+def test_state_safety_estimate_is_max_u_squared_and_its_guidance_touches_only_u():
+    from safediffcon.diffusion import s_hat
+
+    d = _diff(safety_estimate="state")
+    x = torch.zeros(2, 3, 16, 16)
+    x[:, 0, :NT] = torch.rand(2, NT, 16) * 0.1
+    x[0, 0, 4, 7] = 0.2  # u = 1.0 at one entry: s = 1
+    x[:, 2, :NT] = 0.01  # the safety channel says s = 0.05
+    torch.testing.assert_close(d.s_hat(x), (5.0 * x[:, 0, :NT]).square().amax(dim=(1, 2)))
+    torch.testing.assert_close(s_hat(x, scaler=5.0), torch.full((2,), 0.05))  # the paper's channel estimate
+    assert torch.count_nonzero(d.guidance_grad(x, lam=500.0, Q=0.0, s0=0.64)[1]) == 0  # sample 1 is safe
+    g = d.guidance_grad(x, lam=500.0, Q=0.0, s0=0.64)
+    assert g[0, 0, 4, 7] > 0 and torch.count_nonzero(g[0]) == 1  # only the maximising entry, pushed down
+    with pytest.raises(SafediffconError, match="safety_estimate"):
+        _diff(safety_estimate="mean")
+
+
 def test_inpainted_rows_equal_the_conditions_after_every_step():
     d = _diff()
     u0, ut = torch.rand(2, 16) * 0.5, torch.rand(2, 16) * 0.5
@@ -284,6 +301,19 @@ def test_pipeline_runs_and_refuses_bad_calibration_and_unsafe_targets():
         m.control(cal.u0[:1], unsafe)
     with pytest.raises(SafediffconError, match="nx"):
         m.control(cal.u0[:1, :8], cal.u_target[:1, :8])
+
+
+def test_calibration_lambda_override_changes_only_the_weights():
+    m = _tiny()
+    cal = make_split(20, 16, nu=0.01, dt=2e-3, amp=0.7, safe_only=True, seed=1)
+    m._gen.manual_seed(0)
+    m.calibrate(cal, Q_prev=0.5)
+    a = m.last_calibration
+    m._gen.manual_seed(0)
+    m.calibrate(cal, Q_prev=0.5, weight_lambda=0.0)
+    b = m.last_calibration
+    assert np.array_equal(a["scores"], b["scores"])  # same samples
+    assert np.all(b["weights"] == 1.0) and not np.all(a["weights"] == 1.0)  # lambda = 0: uniform weights
 
 
 def test_data_refuses_nan_and_wrong_sizes():

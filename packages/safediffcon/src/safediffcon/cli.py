@@ -187,8 +187,9 @@ def control(opts: ControlOptions) -> int:
     model._check_conditions(test.u0, test.u_target)
     rd = open_run_dir("safediffcon", opts)
     rd.write_config(asdict(opts))
-    qs = model.fine_tune(test.u0, test.u_target, cal, iters=cfg.infft_iters, lr=cfg.infft_lr, extra_Q=model.Q) \
-        if cfg.infft_iters > 0 and opts.guidance else []
+    lam_w = model.guidance_lambda if cfg.infft_tie_lambda else None
+    qs = model.fine_tune(test.u0, test.u_target, cal, iters=cfg.infft_iters, lr=cfg.infft_lr, extra_Q=model.Q,
+                         weight_lambda=lam_w) if cfg.infft_iters > 0 and opts.guidance else []
     f = model.control(test.u0, test.u_target, guidance=opts.guidance)
     np.savez(rd.path / "controls.npz", u0=test.u0.numpy(), u_target=test.u_target.numpy(), f=f.numpy())
     metrics = evaluate_control(test.u0, f, test.u_target, nu=model.nu, dt=model.dt, u_bound=model.u_bound)

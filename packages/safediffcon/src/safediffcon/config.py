@@ -70,6 +70,8 @@ class Config:
     """Textbook weighted conformal quantile, or the released code's quantile of weighted scores."""
     official_safety_row_mask: bool = False
     """Treat the last real row of the safety channel as padding (the released code)."""
+    safety_estimate: Literal["channel", "state"] = "channel"
+    """s_hat from the generated safety channel (the paper) or max u_hat^2 of the generated state (a diagnostic)."""
     post_epochs: int = 2
     """Post-training epochs (official 5); Q is re-calibrated after each."""
     post_steps: int = 60
@@ -84,7 +86,9 @@ class Config:
     infft_lr: float = 1e-4
     """InfFT learning rate (official 1e-5), AdamW."""
     infft_from_pretrained: bool = False
-    """Start InfFT from the pretrained instead of the post-trained weights (the released pipeline)."""
+    """Start InfFT from the pretrained weights at Q = 0, without the post-training shift (the released pipeline)."""
+    infft_tie_lambda: bool = False
+    """Use lambda_g as the lambda of InfFT's calibration weights (the released code) instead of weight_lambda."""
     # ---- baselines and tuning
     adjoint_iters: int = 30
     """Adam iterations of the adjoint (direct optimisation) baseline."""
@@ -132,7 +136,7 @@ class Config:
                     scaler=self.scaler, u_bound=self.u_bound, alpha=self.alpha, weight_lambda=self.weight_lambda,
                     guidance_lambda=self.guidance_lambda, ddim_steps=self.ddim_steps, eta=self.eta,
                     quantile_method=self.quantile_method, official_safety_row_mask=self.official_safety_row_mask,
-                    seed=seed)
+                    safety_estimate=self.safety_estimate, seed=seed)
 
 
 def paper() -> Config:
@@ -141,6 +145,11 @@ def paper() -> Config:
                   mults=(1, 2, 4, 8), timesteps=1000, scaler=10.0, ddim_steps=200, pretrain_steps=200_000,
                   batch_size=16, pretrain_lr=1e-5, post_epochs=5, post_steps=3200, post_lr=1e-4, infft_lr=1e-5,
                   adjoint_iters=300, seeds=10)
+
+
+def coarse() -> Config:
+    """The note's coarse grid (nx 64, dt 1e-3) with the CPU-scale model; about twice the cost of ``cpu()`` per step."""
+    return Config(nx=64, dt=1e-3)
 
 
 def cpu() -> Config:
@@ -155,5 +164,5 @@ BUDGETS = Budgets(
                   mu_grid=(100.0,), adjoint_mus=(0.0, 100.0)),
     quick=replace(cpu(), n_train=1000, n_cal=100, n_holdout=50, n_test=30, n_val=16, pretrain_steps=300,
                   post_steps=30, adjoint_iters=20, speed_trajectories=16, seeds=3),
-    full=replace(cpu(), seeds=5),
+    full=replace(cpu(), seeds=10),
 )

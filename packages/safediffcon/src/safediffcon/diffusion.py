@@ -53,14 +53,26 @@ def to_image(u: torch.Tensor, f: torch.Tensor, *, scaler: float, s_rows: int = N
     return x / scaler
 
 
-def s_hat(x: torch.Tensor, *, scaler: float) -> torch.Tensor:
-    """Predicted safety score ``[B]``: mean of the safety channel over its 11 rows, in physical units."""
-    return scaler * x[:, 2, :NT].mean(dim=(1, 2))
+SAFETY_ESTIMATES = ("channel", "state")
 
 
-def from_image(x: torch.Tensor, *, scaler: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def s_hat(x: torch.Tensor, *, scaler: float, estimate: str = "channel") -> torch.Tensor:
+    """Predicted safety score ``[B]`` in physical units.
+
+    ``"channel"`` (the paper): mean of the generated safety channel over its 11 rows. ``"state"`` (our diagnostic
+    option, not the paper's): ``max_{t,x} u_hat^2`` of the generated state channel, rows 0..10.
+    """
+    if estimate == "channel":
+        return scaler * x[:, 2, :NT].mean(dim=(1, 2))
+    if estimate == "state":
+        return (scaler * x[:, 0, :NT]).square().flatten(1).amax(dim=1)
+    raise SafediffconError(f"safety_estimate must be one of {SAFETY_ESTIMATES}, got {estimate!r}")
+
+
+def from_image(x: torch.Tensor, *, scaler: float,
+               estimate: str = "channel") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``u [B, 11, nx]``, ``f [B, 10, nx]`` and ``s_hat [B]`` of a generated image."""
-    return scaler * x[:, 0, :NT], scaler * x[:, 1, :NT - 1], s_hat(x, scaler=scaler)
+    return scaler * x[:, 0, :NT], scaler * x[:, 1, :NT - 1], s_hat(x, scaler=scaler, estimate=estimate)
 
 
 class GaussianDiffusion(nn.Module):
@@ -71,13 +83,16 @@ class GaussianDiffusion(nn.Module):
     """
 
     def __init__(self, model: nn.Module, *, nx: int, timesteps: int = 200, scaler: float = 4.0,
-                 official_safety_row_mask: bool = False):
+                 official_safety_row_mask: bool = False, safety_estimate: str = "channel"):
         super().__init__()
         if timesteps < 2:
             raise SafediffconError(f"timesteps must be >= 2, got {timesteps}")
         if not scaler > 0:
             raise SafediffconError(f"scaler must be > 0, got {scaler}")
+        if safety_estimate not in SAFETY_ESTIMATES:
+            raise SafediffconError(f"safety_estimate must be one of {SAFETY_ESTIMATES}, got {safety_estimate!r}")
         self.model, self.nx, self.timesteps, self.scaler = model, nx, timesteps, float(scaler)
+        self.safety_estimate = safety_estimate
         self.s_rows = NT - 1 if official_safety_row_mask else NT
         self.register_buffer("abar", cosine_alphas_cumprod(timesteps).float(), persistent=False)
         real = torch.zeros(3, HEIGHT, nx)
@@ -125,6 +140,10 @@ class GaussianDiffusion(nn.Module):
             return err.mean()
         return (weights * err).mean()
 
+    def s_hat(self, x: torch.Tensor) -> torch.Tensor:
+        """Predicted safety score ``[B]`` of ``x [B, 3, 16, nx]`` with this model's ``safety_estimate``."""
+        return s_hat(x, scaler=self.scaler, estimate=self.safety_estimate)
+
     # ------------------------------------------------------------------ sampling
     def guidance_grad(self, x0_hat: torch.Tensor, *, lam: float, Q: float, s0: float) -> torch.Tensor:
         """``grad_{x_hat0} lam * c * sum_b max(s_hat_b + Q - s0, 0)`` with ``c = (10 / scaler) (nx / 128)``;
@@ -132,7 +151,7 @@ class GaussianDiffusion(nn.Module):
         with torch.enable_grad():
             x = x0_hat.detach().requires_grad_(True)
             c = (10.0 / self.scaler) * (self.nx / 128.0)
-            obj = lam * c * torch.relu(s_hat(x, scaler=self.scaler) + Q - s0).sum()
+            obj = lam * c * torch.relu(self.s_hat(x) + Q - s0).sum()
             (g,) = torch.autograd.grad(obj, x)
         return g
 

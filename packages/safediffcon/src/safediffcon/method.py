@@ -27,7 +27,7 @@ import torch
 from safediffcon.burgers import check_solver
 from safediffcon.conformal import normalise, quantile, relative_safety_weights, split_rank
 from safediffcon.data import BurgersData
-from safediffcon.diffusion import GaussianDiffusion, from_image, s_hat, to_image
+from safediffcon.diffusion import GaussianDiffusion, from_image, to_image
 from safediffcon.errors import SafediffconError
 from safediffcon.unet import UNet2D
 
@@ -55,7 +55,8 @@ class SafeDiffCon:
                  mults: tuple[int, ...] = (1, 2, 4), timesteps: int = 200, scaler: float = 2.0,
                  u_bound: float = 0.8, alpha: float = 0.98, weight_lambda: float = 2500.0,
                  guidance_lambda: float = 500.0, ddim_steps: int = 20, eta: float = 1.0,
-                 quantile_method: str = "weighted", official_safety_row_mask: bool = False, seed: int = 0):
+                 quantile_method: str = "weighted", official_safety_row_mask: bool = False,
+                 safety_estimate: str = "channel", seed: int = 0):
         check_solver(nx, nu=nu, dt=dt)
         if nx % 2 ** (len(mults) - 1):
             raise SafediffconError(f"nx={nx} must be divisible by 2^(len(mults)-1) = {2 ** (len(mults) - 1)}")
@@ -78,7 +79,8 @@ class SafeDiffCon:
         torch.manual_seed(seed)
         self.net = UNet2D(dim=dim, mults=tuple(mults))
         self.diffusion = GaussianDiffusion(self.net, nx=nx, timesteps=timesteps, scaler=scaler,
-                                           official_safety_row_mask=official_safety_row_mask)
+                                           official_safety_row_mask=official_safety_row_mask,
+                                           safety_estimate=safety_estimate)
         self.scaler = float(scaler)
         self.Q = 0.0
         self.last_calibration: dict | None = None
@@ -162,13 +164,15 @@ class SafeDiffCon:
         """``(s_hat, s_true)`` on ``cal``, sampled without guidance with the true control inpainted."""
         x = self.diffusion.sample(cal.u0, cal.u_target, steps=self.ddim_steps, eta=self.eta, f_cond=cal.f,
                                   generator=self._gen)
-        return s_hat(x, scaler=self.scaler).double().numpy(), cal.s.double().numpy()
+        return self.diffusion.s_hat(x).double().numpy(), cal.s.double().numpy()
 
-    def calibrate(self, cal: BurgersData, *, Q_prev: float | None = None, extra_Q: float | None = None) -> float:
+    def calibrate(self, cal: BurgersData, *, Q_prev: float | None = None, extra_Q: float | None = None,
+                  weight_lambda: float | None = None) -> float:
         """Weighted conformal quantile ``Q`` of ``|s_hat - s|`` on ``cal`` (Eq. 6-7); sets and returns ``self.Q``.
 
         Weights ``exp(-lambda max(s_i + Q_prev - s0, 0))`` (times the same factor at ``extra_Q`` when given: the
-        post-training shift carried into InfFT). A +inf quantile (too little weighted mass) falls back, with a
+        post-training shift carried into InfFT); ``weight_lambda`` overrides the model's lambda (the released InfFT
+        calibration uses lambda_g). A +inf quantile (too little weighted mass) falls back, with a
         warning, to the largest score.
         """
         self._check_data(cal, "calibration data")
@@ -176,7 +180,8 @@ class SafeDiffCon:
         q_prev = self.Q if Q_prev is None else Q_prev
         sh, st = self.calibration_scores(cal)
         qs = (q_prev,) if extra_Q is None else (q_prev, extra_Q)
-        w = relative_safety_weights(st, Qs=qs, s0=self.s0, lam=self.weight_lambda)
+        lam = self.weight_lambda if weight_lambda is None else weight_lambda
+        w = relative_safety_weights(st, Qs=qs, s0=self.s0, lam=lam)
         scores = np.abs(sh - st)
         self.last_calibration = {"scores": scores, "weights": w, "Q_prev": qs}
         with warnings.catch_warnings():
@@ -220,7 +225,7 @@ class SafeDiffCon:
         x = self.diffusion.sample(u0, ut, steps=self.ddim_steps, eta=self.eta,
                                   guidance_lambda=self.guidance_lambda if guidance else 0.0,
                                   Q=self.Q if Q is None else Q, s0=self.s0, generator=self._gen)
-        return from_image(x, scaler=self.scaler)
+        return from_image(x, scaler=self.scaler, estimate=self.diffusion.safety_estimate)
 
     def control(self, u0: torch.Tensor, u_target: torch.Tensor, *, guidance: bool = True,
                 Q: float | None = None) -> torch.Tensor:
@@ -228,12 +233,14 @@ class SafeDiffCon:
         return self.generate(u0, u_target, guidance=guidance, Q=Q)[1]
 
     def fine_tune(self, u0: torch.Tensor, u_target: torch.Tensor, cal: BurgersData, *, iters: int = 2,
-                  lr: float = 1e-4, weight_decay: float = 1e-4, extra_Q: float | None = None) -> list[float]:
+                  lr: float = 1e-4, weight_decay: float = 1e-4, extra_Q: float | None = None,
+                  weight_lambda: float | None = None) -> list[float]:
         """Inference-time fine-tuning on the test conditions (InfFT); returns ``Q`` after every iteration.
 
         Each iteration: guided sampling with gradients through the last denoising step only, one AdamW step on
         ``mean_i max(s_hat_i + Q - s0, 0)^2``, then ``Q`` re-calibrated on ``cal`` (weights at the previous Q and,
-        when given, at ``extra_Q``). The fine-tuned weights themselves are calibrated and used (no EMA).
+        when given, at ``extra_Q``; lambda ``weight_lambda`` when given, else the model's). The fine-tuned weights
+        themselves are calibrated and used (no EMA).
         """
         u0, ut = self._check_conditions(u0, u_target)
         self._check_data(cal, "calibration data")
@@ -245,14 +252,14 @@ class SafeDiffCon:
             x = self.diffusion.sample(u0, ut, steps=self.ddim_steps, eta=self.eta,
                                       guidance_lambda=self.guidance_lambda, Q=self.Q, s0=self.s0,
                                       generator=self._gen, grad_last=True)
-            loss = torch.relu(s_hat(x, scaler=self.scaler) + self.Q - self.s0).square().mean()
+            loss = torch.relu(self.diffusion.s_hat(x) + self.Q - self.s0).square().mean()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             sched.step()
             self.net.eval()
             self.history["infft_loss"].append(loss.item())
-            qs.append(self.calibrate(cal, Q_prev=self.Q, extra_Q=extra_Q))
+            qs.append(self.calibrate(cal, Q_prev=self.Q, extra_Q=extra_Q, weight_lambda=weight_lambda))
         self.history["infft_Q"] += qs
         return qs
 
@@ -263,7 +270,8 @@ class SafeDiffCon:
                 "timesteps": d.timesteps, "scaler": self.scaler, "u_bound": self.u_bound, "alpha": self.alpha,
                 "weight_lambda": self.weight_lambda, "guidance_lambda": self.guidance_lambda,
                 "ddim_steps": self.ddim_steps, "eta": self.eta, "quantile_method": self.quantile_method,
-                "official_safety_row_mask": d.s_rows != 11, "seed": self.seed, "Q": self.Q}
+                "official_safety_row_mask": d.s_rows != 11, "safety_estimate": d.safety_estimate, "seed": self.seed,
+                "Q": self.Q}
 
     def save(self, path) -> None:
         """``model.safetensors`` + ``model_config.json`` under the folder ``path`` (no pickle)."""
@@ -285,7 +293,7 @@ class SafeDiffCon:
             kw = {k: cfg[k] for k in ("nx", "nu", "dt", "dim", "timesteps", "scaler", "u_bound", "alpha",
                                       "weight_lambda", "guidance_lambda", "ddim_steps", "eta", "quantile_method",
                                       "official_safety_row_mask", "seed")}
-            m = cls(mults=tuple(cfg["mults"]), **kw)
+            m = cls(mults=tuple(cfg["mults"]), safety_estimate=cfg.get("safety_estimate", "channel"), **kw)
             m.Q = float(cfg.get("Q", 0.0))
             holder["m"] = m
             return m.net

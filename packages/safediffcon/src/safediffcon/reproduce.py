@@ -24,6 +24,10 @@ PAPER = ("paper (abstract, Burgers and the other tasks): SafeDiffCon is the only
          "here (the note gives none).")
 PAPER_J = ("paper (abstract): while satisfying the safety constraints, SafeDiffCon achieves the best control "
            "performance (lowest J) among the methods; no table values quoted")
+VARIANTS = ["(d) released chaining: InfFT from the pretrained model at Q=0",
+            "(d) official quantile (weighted scores) in InfFT",
+            "(d) InfFT weights with lambda = lambda_g (released)",
+            "(d) re-simulated from the generated row 0 (released)"]
 METHODS = ["(a) diffusion, no safety", "(b) guidance, Q=0", "(c) post-training alone", "(c') post-training, no guidance",
            "(d) SafeDiffCon", "zero control"]
 
@@ -92,6 +96,30 @@ def _tune(cfg: Config, post, q_post: float, val, s: int) -> tuple[dict, tuple, l
     return chosen, selections_table(sels), notes
 
 
+def _score_diagnostic(model, cal, cfg: Config, seed: int) -> dict[str, float]:
+    """Calibration-setting samples of ``cal`` (true f inpainted): the error ``|s_hat - s|`` of the safety channel
+    (the paper's estimate) and of ``max u_hat^2`` of the generated state, the uniform-weight quantile Q of each, and
+    the effective calibration size of the weights at ``Q_prev = Q`` (below ``1/(1 - alpha)`` the textbook weighted
+    quantile is +inf)."""
+    from safediffcon.conformal import quantile, relative_safety_weights
+    from safediffcon.diffusion import s_hat
+
+    model._gen.manual_seed(seed)
+    with torch.no_grad():
+        x = model.diffusion.sample(cal.u0, cal.u_target, steps=model.ddim_steps, eta=model.eta, f_cond=cal.f,
+                                   generator=model._gen)
+    st = cal.s.double().numpy()
+    out = {}
+    for est in ("channel", "state"):
+        err = np.abs(s_hat(x, scaler=model.scaler, estimate=est).double().numpy() - st)
+        q = quantile(err, None, alpha=cfg.alpha)
+        w = relative_safety_weights(st, Qs=(q,), s0=model.s0, lam=model.weight_lambda)
+        out[f"{est}: median |s_hat - s|"] = float(np.median(err))
+        out[f"{est}: Q at Q_prev = 0 (uniform weights)"] = q
+        out[f"{est}: effective calibration size at Q_prev = Q"] = float(w.sum() ** 2 / (w**2).sum())
+    return out
+
+
 def _fmt(v: list[float]) -> str:
     return f"{np.mean(v):.4f} ± {np.std(v, ddof=1) if len(v) > 1 else 0.0:.4f}"
 
@@ -114,6 +142,8 @@ def safe_control(cfg: Config, seeds: list[int], out: Path) -> Section:
                                                      "cov_post", "guided_rate", "substep")}
     chosen: dict = {}
     sel_rows = None
+    var: dict[str, dict[str, list[float]]] = {}
+    diag: dict[str, list[float]] = {}
 
     def put(name: str, m: dict) -> None:
         d = res.setdefault(name, {})
@@ -141,14 +171,40 @@ def safe_control(cfg: Config, seeds: list[int], out: Path) -> Section:
         put(METHODS[2], evaluate_control(test.u0, post.control(*tt, Q=q_post), test.u_target, **ev))
         put(METHODS[3], evaluate_control(test.u0, post.control(*tt, guidance=False), test.u_target, **ev))
         # (d) SafeDiffCon: post-trained weights + InfFT (Q carried from post-training) + guidance
-        full = pre.clone() if cfg.infft_from_pretrained else post.clone()
-        full._gen.manual_seed(40_000 + s)
-        full.guidance_lambda = lam
-        if cfg.infft_iters > 0:
-            full.fine_tune(*tt, cal, iters=cfg.infft_iters, lr=cfg.infft_lr, extra_Q=q_post)
-        u_gen, f_d, sh_d = full.generate(*tt)
-        m_d = evaluate_control(test.u0, f_d, test.u_target, **ev)
-        put(METHODS[4], m_d)
+        def infft(start, name: str, *, released_chain: bool, tie: bool, qmethod: str | None = None,
+                  s=s, lam=lam, tt=tt, cal=cal, q_post=q_post, test=test):
+            m = start.clone()
+            m._gen.manual_seed(40_000 + s)
+            m.guidance_lambda = lam
+            if qmethod is not None:
+                m.quantile_method = qmethod
+            if released_chain:
+                m.Q = 0.0
+            if cfg.infft_iters > 0:
+                m.fine_tune(*tt, cal, iters=cfg.infft_iters, lr=cfg.infft_lr,
+                            extra_Q=None if released_chain else q_post, weight_lambda=lam if tie else None)
+            u_g, f_g, sh_g = m.generate(*tt)
+            put(name, evaluate_control(test.u0, f_g, test.u_target, **ev))
+            var.setdefault(name, {"Q": [], "certified": [], "negative": []})
+            var[name]["Q"].append(m.Q)
+            var[name]["certified"].append(float((sh_g + m.Q <= m.s0).float().mean()))
+            var[name]["negative"].append(float((sh_g < 0).float().mean()))
+            return m, u_g, f_g, sh_g
+
+        full, u_gen, f_d, sh_d = infft(pre if cfg.infft_from_pretrained else post, METHODS[4],
+                                       released_chain=cfg.infft_from_pretrained, tie=cfg.infft_tie_lambda)
+        # the released code's options, one at a time, on the same post-trained model, instances and seeds
+        if not cfg.infft_from_pretrained:
+            infft(pre, VARIANTS[0], released_chain=True, tie=cfg.infft_tie_lambda)
+        if cfg.quantile_method != "official":
+            infft(post, VARIANTS[1], released_chain=False, tie=cfg.infft_tie_lambda, qmethod="official")
+        if not cfg.infft_tie_lambda:
+            infft(post, VARIANTS[2], released_chain=False, tie=True)
+        # released re-simulation: from the generated first row instead of the true u0
+        put(VARIANTS[3], evaluate_control(u_gen[:, 0], f_d, test.u_target, **ev))
+        # why Q > s0: the pretrained model's safety-score error at Q_prev = 0 (uniform weights), channel vs state
+        for k, v in _score_diagnostic(pre, cal, cfg, 50_000 + s).items():
+            diag.setdefault(k, []).append(v)
         put(METHODS[5], evaluate_control(test.u0, torch.zeros_like(test.f), test.u_target, **ev))
         mus = sorted(set(cfg.adjoint_mus) | {chosen["mu"]})
         adj = adjoint_control(*tt, mus=mus, iters=cfg.adjoint_iters, lr=cfg.adjoint_lr, **ev)
@@ -219,6 +275,13 @@ def safe_control(cfg: Config, seeds: list[int], out: Path) -> Section:
         ["held-out coverage, SafeDiffCon at the official quantile", _fmt(extra["cov_official"])],
         ["guided test samples with s_true <= s_hat + Q (not covered by the guarantee)", _fmt(extra["guided_rate"])],
     ])
+    sec.table("Released-code options, one at a time vs (d) (same post-trained model, instances and seeds)",
+              ["variant", "Q after InfFT", "guided test samples with s_hat + Q <= s0 (the method's certificate)",
+               "guided test samples with s_hat < 0 (impossible for s = max u^2)"],
+              [[n, _fmt(v["Q"]), _fmt(v["certified"]), _fmt(v["negative"])] for n, v in var.items()])
+    sec.table(f"Why Q > s0: the pretrained model's safety-score error on the calibration set (true f inpainted, "
+              f"n = {cfg.n_cal}, alpha = {cfg.alpha:g}, 1/(1 - alpha) = {1 / (1 - cfg.alpha):.0f})",
+              ["quantity", "value"], [[k, _fmt(v)] for k, v in diag.items()])
     if sel_rows is not None:
         sec.table("Tuned alike on the validation split (score J + R_s, lower is better; first seed)", *sel_rows)
     sec.table("Per-seed R_s and J of SafeDiffCon vs the baselines", ["seed", "R_s (d)", "R_s (a)", "R_s (b)",
