@@ -36,7 +36,7 @@ def test_bad_input_is_a_clean_error(tmp_path):
     res = run_cli(main, ["train", "--switch-threshold", "nan", "--steps", "10", "--out", str(tmp_path / "x")])
     assert res.returncode == 2 and "switch_threshold" in res.stderr
     res = run_cli(main, ["train", "--beta-i", "-1", "--steps", "10", "--out", str(tmp_path / "y")])
-    assert res.returncode == 2 and "beta_i" in res.stderr
+    assert res.returncode == 2 and "--beta-i" in res.stderr
     res = run_cli(main, ["evaluate", "--run", str(tmp_path / "missing")])
     assert res.returncode == 2
 

@@ -103,8 +103,14 @@ def user_message(exc: BaseException) -> str | None:
     return None
 
 
+def _flag(prefix: str, name: str) -> str:
+    """``--`` + the flag spelling tyro gives the field (dashes), or ``prefix + name`` for any other prefix."""
+    return "--" + name.replace("_", "-") if prefix == "--" else prefix + name
+
+
 def check_positive(obj: Any, *names: str, integer: bool = True, prefix: str = "") -> None:
-    """Raise :class:`UserInputError` naming the field unless each ``obj.<name>`` is a positive (integer) number."""
+    """Raise :class:`UserInputError` naming the field (``prefix="--"``: as its command-line flag) unless each
+    ``obj.<name>`` is a positive (integer) number."""
     import math
 
     for n in names:
@@ -114,14 +120,15 @@ def check_positive(obj: Any, *names: str, integer: bool = True, prefix: str = ""
             ok = ok and float(v).is_integer()
         if not ok:
             kind = "a positive integer" if integer else "a positive finite number"
-            raise UserInputError(f"{prefix}{n} must be {kind}, got {v!r}")
+            raise UserInputError(f"{_flag(prefix, n)} must be {kind}, got {v!r}")
 
 
 def check_non_negative(obj: Any, *names: str, prefix: str = "") -> None:
-    """Raise :class:`UserInputError` naming the field unless each ``obj.<name>`` is a finite number >= 0."""
+    """Raise :class:`UserInputError` naming the field (``prefix="--"``: as its flag) unless each ``obj.<name>`` is a
+    finite number >= 0."""
     import math
 
     for n in names:
         v = getattr(obj, n)
         if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
-            raise UserInputError(f"{prefix}{n} must be a finite number >= 0, got {v!r}")
+            raise UserInputError(f"{_flag(prefix, n)} must be a finite number >= 0, got {v!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -39,6 +40,12 @@ class TrainConfig(BaseOptions):
     """Synthetic database: number of 30-day windows."""
     threads: int = 1
     """torch threads (at most 2 on the shared machine)."""
+    ddp: bool = False
+    """Data-parallel training, torch DDP with gloo on CPU (relgnn.distributed): under `torchrun --nproc-per-node N
+    -m relgnn train --ddp ...` the process group comes from torchrun; otherwise --ddp-procs local processes are
+    started. Each process samples its shard of every global batch; process 0 evaluates and writes the run."""
+    ddp_procs: int = 2
+    """Local processes started by --ddp when not under torchrun."""
     fit: _FIT = _FIT_DEFAULT
     """The model and its training (relgnn.config.FitConfig; defaults: FitConfig.cpu())."""
 
@@ -86,6 +93,14 @@ def train(cfg: TrainConfig) -> int:
         if cfg.task not in TASKS:
             raise ValueError(f"--task must be one of {sorted(TASKS)} for the synthetic dataset, got {cfg.task!r}")
 
+    if cfg.ddp:
+        check_positive(cfg, "ddp_procs", prefix="--")
+        if fc.simplified_mp or fc.sampling != "sampled":
+            raise ValueError("--ddp needs --sampling sampled and no --simplified-mp (a sharded batch must equal the "
+                             "global one)")
+    torchrun = cfg.ddp and "WORLD_SIZE" in os.environ
+    rank = int(os.environ.get("RANK", "0")) if torchrun else 0
+
     import torch
     from icml25.checkpoint import save_model
 
@@ -93,11 +108,34 @@ def train(cfg: TrainConfig) -> int:
     torch.set_num_threads(min(cfg.threads, 2))
     # model_config.json: the data keys and FitConfig's fields side by side (flat, as `relgnn evaluate` reads them)
     conf = {k: getattr(cfg, k) for k in _DATA_KEYS} | asdict(fc) | {"threads": cfg.threads}
-    rd = open_run_dir("relgnn", cfg)
-    rd.write_config(conf)
-    rd.write_env(device="cpu")
+    rd = open_run_dir("relgnn", cfg) if rank == 0 else None  # under torchrun only process 0 writes
+    if rd is not None:
+        rd.write_config(conf | {"ddp": cfg.ddp, "ddp_procs": cfg.ddp_procs})
+        rd.write_env(device="cpu")
     graph, td = _prepare(conf)
-    res = fit(graph, td, fc, progress=lambda e, v: rd.log(e, **{f"val_{td.metric}": v}))
+    if torchrun:
+        import torch.distributed as dist
+
+        from relgnn.distributed import fit_distributed
+
+        dist.init_process_group("gloo")
+        try:
+            res = fit_distributed(graph, td, fc)
+        finally:
+            dist.destroy_process_group()
+        if rd is None:
+            return 0
+    elif cfg.ddp:
+        import tempfile
+
+        from relgnn.distributed import spawn_fit
+
+        with tempfile.TemporaryDirectory() as tmp:
+            res = spawn_fit(graph, td, fc, world_size=cfg.ddp_procs, workdir=tmp)
+    else:
+        res = fit(graph, td, fc)
+    for epoch, v in enumerate(res.val_curve):
+        rd.log(epoch, **{f"val_{td.metric}": v})
     save_model(rd.path, res.model, conf)
     summary = {"metric": res.metric, "val": res.val, "test": res.test, "best_epoch": res.best_epoch,
                "seconds_per_epoch": sum(res.epoch_seconds) / len(res.epoch_seconds),

@@ -238,6 +238,21 @@ class _Runner:
             return torch.nn.functional.l1_loss(out, (self.y[split][b.pos] - self.td.y_shift) / self.td.y_scale)
         return torch.nn.functional.binary_cross_entropy_with_logits(out, self.rec_labels(b, split))
 
+    def batch_count(self, b: Batch) -> int:
+        """How many terms :meth:`batch_loss_sum` sums: the seeds (entity tasks) or the sub-graph's dst rows (ID-GNN)."""
+        return int(b.sub[self.td.dst].num_nodes) if self.td.kind == "recommendation" else len(b.pos)
+
+    def batch_loss_sum(self, b: Batch, split: str = "train") -> Tensor:
+        """The summed (not averaged) loss of :meth:`batch_loss`, over :meth:`batch_count` terms (data-parallel
+        training divides by the count over all processes, so that the step equals one on the global batch)."""
+        out = self.batch_out(b)
+        f = torch.nn.functional
+        if self.td.kind == "binary":
+            return f.binary_cross_entropy_with_logits(out, self.y[split][b.pos], reduction="sum")
+        if self.td.kind == "regression":
+            return f.l1_loss(out, (self.y[split][b.pos] - self.td.y_shift) / self.td.y_scale, reduction="sum")
+        return f.binary_cross_entropy_with_logits(out, self.rec_labels(b, split), reduction="sum")
+
     def group_loss(self, g: Group) -> Tensor:
         if self.td.kind == "binary":
             return torch.nn.functional.binary_cross_entropy_with_logits(self.entity_out(g), g.y)

@@ -1,0 +1,184 @@
+"""Data-parallel training across processes: torch ``DistributedDataParallel`` (gloo on CPU), the sampler sharding
+seed rows.
+
+Every process holds the whole (in-memory) database and the same model. Each step takes the same global batch of
+``batch_size`` training seed rows on every process (one shared permutation per epoch, seeded by ``cfg.seed``);
+process ``r`` of ``W`` keeps the rows ``r, r + W, ...`` of it, samples their temporal sub-graphs with its own
+generator and computes the *summed* loss of its shard. The sum is divided by the number of loss terms over all
+processes (an all-reduce), scaled by ``W``, and DDP averages the gradients: the step equals a single-process step on
+the global batch with the same sub-graphs (RelGNN's sub-graphs are disjoint per seed and normalisation is per node,
+so a seed's loss does not depend on the other seeds of its batch; the official ``simplified_mp`` rule does, and is
+refused here). Process 0 evaluates after every epoch, keeps the best-validation weights and returns the
+:class:`relgnn.train.FitResult`; the others return ``None``.
+
+Launch with ``torchrun --nproc-per-node N -m relgnn train --ddp ...`` (the process group comes from torchrun's
+environment), or ``relgnn train --ddp --ddp-procs N`` / :func:`spawn_fit`, which start N local processes themselves.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from relgnn.config import FitConfig
+from relgnn.errors import ConfigError
+
+
+class _ShardLoss(nn.Module):
+    """DDP's module: the forward pass is the whole loss (GNN and head), so every parameter is reached through it."""
+
+    def __init__(self, runner) -> None:
+        super().__init__()
+        self.model = runner.model
+        self._runner = runner
+
+    def forward(self, batch, n_global: int, world: int) -> Tensor:
+        if batch is None:  # an empty shard still joins the gradient all-reduce, with zero gradients
+            return sum(p.sum() for p in self.model.parameters()) * 0.0
+        return self._runner.batch_loss_sum(batch) * (world / n_global)
+
+
+def _check(cfg: FitConfig, td) -> None:
+    cfg.validate()
+    if cfg.sampling != "sampled" and td.kind != "recommendation":
+        raise ConfigError("data-parallel training needs sampling='sampled' (full-graph snapshots are one step per "
+                          "seed time, nothing to shard)")
+    if cfg.simplified_mp:
+        raise ConfigError("simplified_mp makes a seed's output depend on the other seeds of its batch, so sharded "
+                          "batches would not equal the global one; use it without --ddp")
+
+
+def fit_distributed(graph, td, cfg: FitConfig, *, progress=None):
+    """:func:`relgnn.train.fit` in an initialised ``torch.distributed`` process group (see the module docstring);
+    returns the :class:`~relgnn.train.FitResult` on process 0 and ``None`` elsewhere."""
+    import torch.distributed as dist
+    from icml25.seeding import seed_everything
+    from torch.nn.parallel import DistributedDataParallel
+
+    from relgnn.train import Batch, FitResult, _Runner, build_model
+
+    if not dist.is_available() or not dist.is_initialized():
+        raise ConfigError("fit_distributed needs an initialised torch.distributed process group (torchrun, or "
+                          "relgnn.distributed.spawn_fit)")
+    _check(cfg, td)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    seed_everything(cfg.seed)
+    model = build_model(cfg, graph, td)
+    run = _Runner(model, graph, td, cfg)
+    run.gen.manual_seed(cfg.seed + rank)  # each process samples its shard's sub-graphs with its own stream
+    ddp = DistributedDataParallel(_ShardLoss(run), find_unused_parameters=True)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    rng = np.random.default_rng(cfg.seed)  # the same permutation on every process: the same global batches
+    best, best_state, best_epoch, curve, epoch_s = None, None, -1, [], []
+    n_steps = 0
+    for epoch in range(cfg.epochs):
+        model.train()
+        t0 = time.perf_counter()
+        order = rng.permutation(td.n_rows["train"])
+        starts = list(range(0, len(order), cfg.batch_size))[: cfg.max_steps_per_epoch]
+        for s in starts:
+            pos = order[s:s + cfg.batch_size][rank::world]
+            batch = None
+            if len(pos):
+                idx = torch.as_tensor(pos, dtype=torch.long)
+                sub, seed_local = run.sampler.sample(td.entity, td.ids["train"][idx], td.times["train"][idx])
+                batch = Batch(sub, seed_local, pos)
+            n = torch.tensor([run.batch_count(batch) if batch is not None else 0], dtype=torch.long)
+            dist.all_reduce(n)
+            if int(n) == 0:
+                continue
+            opt.zero_grad()
+            ddp(batch if batch is not None and run.batch_count(batch) else None, int(n), world).backward()
+            opt.step()
+            n_steps += 1
+        epoch_s.append(time.perf_counter() - t0)
+        if rank == 0:
+            val = run.score("val", run.predict("val"))
+            curve.append(val)
+            better = best is None or (val > best if td.higher_is_better else val < best)
+            if better and np.isfinite(val):
+                best, best_state, best_epoch = val, copy.deepcopy(model.state_dict()), epoch
+            if progress is not None:
+                progress(epoch, val)
+    if rank != 0:
+        return None
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    t0 = time.perf_counter()
+    pred = run.predict("test")
+    infer_s = time.perf_counter() - t0
+    return FitResult(
+        metric=td.metric, val=float(best if best is not None else float("nan")), test=float(run.score("test", pred)),
+        test_pred=pred, val_curve=curve, best_epoch=best_epoch, epoch_seconds=epoch_s, epoch_cpu_seconds=epoch_s,
+        train_rows_per_s=td.n_rows["train"] / max(np.mean(epoch_s), 1e-9),
+        infer_rows_per_s=td.n_rows["test"] / max(infer_s, 1e-9), activation_mb=float("nan"),
+        num_params=sum(p.numel() for p in model.parameters()), model=model, steps=n_steps)
+
+
+def shard_gradients(graph, td, cfg: FitConfig, positions: np.ndarray) -> dict[str, Tensor]:
+    """The parameter gradients of one data-parallel step on the global batch ``positions`` (training rows), in an
+    initialised process group: what DDP leaves in ``.grad`` after the all-reduce (for tests and checks)."""
+    import torch.distributed as dist
+    from icml25.seeding import seed_everything
+    from torch.nn.parallel import DistributedDataParallel
+
+    from relgnn.train import Batch, _Runner, build_model
+
+    _check(cfg, td)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    seed_everything(cfg.seed)
+    model = build_model(cfg, graph, td)
+    run = _Runner(model, graph, td, cfg)
+    run.gen.manual_seed(cfg.seed + rank)
+    ddp = DistributedDataParallel(_ShardLoss(run), find_unused_parameters=True)
+    pos = np.asarray(positions)[rank::world]
+    batch = None
+    if len(pos):
+        idx = torch.as_tensor(pos, dtype=torch.long)
+        sub, seed_local = run.sampler.sample(td.entity, td.ids["train"][idx], td.times["train"][idx])
+        batch = Batch(sub, seed_local, pos)
+    n = torch.tensor([run.batch_count(batch) if batch is not None else 0], dtype=torch.long)
+    dist.all_reduce(n)
+    model.train()
+    ddp(batch, int(n), world).backward()
+    return {k: (p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p))
+            for k, p in model.named_parameters()}
+
+
+def _worker(rank: int, world: int, init: str, fn, args: tuple, result_path: str | None) -> None:
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
+    try:
+        out = fn(*args)
+        if rank == 0 and result_path is not None:
+            torch.save(out, result_path)
+    finally:
+        dist.destroy_process_group()
+
+
+def spawn(fn, args: tuple, *, world_size: int, workdir: str) -> Any:
+    """Run ``fn(*args)`` in ``world_size`` local processes joined by a gloo process group (a file rendezvous in
+    ``workdir``); return process 0's result."""
+    import torch.multiprocessing as mp
+
+    if world_size < 1:
+        raise ConfigError(f"world_size must be >= 1, got {world_size}")
+    init = "file://" + os.path.abspath(os.path.join(workdir, "ddp_rendezvous"))
+    result = os.path.join(workdir, "ddp_result.pt")
+    mp.spawn(_worker, args=(world_size, init, fn, args, result), nprocs=world_size, join=True)
+    out = torch.load(result, weights_only=False)
+    os.remove(result)
+    return out
+
+
+def spawn_fit(graph, td, cfg: FitConfig, *, world_size: int, workdir: str):
+    """:func:`fit_distributed` in ``world_size`` local CPU processes; returns process 0's FitResult."""
+    return spawn(fit_distributed, (graph, td, cfg), world_size=world_size, workdir=workdir)
