@@ -420,7 +420,11 @@ def swimmer(cfg: Config, seeds: list[int], out: Path) -> Section:
             _label("fixed σ=1", x): fixed_sigma(env, exploration=x, sigma=1.0, iterations=it, **kw),
             _label("fixed σ=0.1", x): fixed_sigma(env, exploration=x, sigma=0.1, iterations=it, **kw),
             _label("PES", x): PES(env, exploration=x, phases=P, iters_per_phase=it // P, **kw),
-            _label("SL-PG exp", x): SLPG(env, exploration=x, phases=it, iters_per_phase=1, **kw),
+            _label("PES dynamic", x): PES(env, exploration=x, phases=it, iters_per_phase=1, sigma_exponent=0.5, **kw),
+            _label("SL-PG exp", x): SLPG(env, exploration=x, parameterization="exp", phases=it, iters_per_phase=1,
+                                         **kw),
+            _label("SL-PG hyper", x): SLPG(env, exploration=x, parameterization="hyper", phases=it,
+                                           iters_per_phase=1, **kw),
         }
         for lab, ln in runs.items():
             ln.learn()
