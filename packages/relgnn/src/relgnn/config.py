@@ -39,6 +39,9 @@ class FitConfig:
     """The official code's graph-level skip rule for empty routes (default: per-node semantics)."""
     route_aggr: Literal["sum", "mean"] = "sum"
     """How a node type combines the updates of its routes."""
+    encoder: Literal["mlp", "torch-frame"] = "mlp"
+    """Per-table encoder: a plain MLP over the encoded columns, or torch-frame's ResNet (RelBench's HeteroEncoder,
+    4 blocks; slower on CPU, so not the default here)."""
     shallow: bool = False
     """A learned embedding per destination row (recommendation tasks; RelBench's ``shallow_list``)."""
     sampling: Literal["sampled", "full"] = "sampled"
@@ -86,6 +89,8 @@ class FitConfig:
         if not self.num_neighbors or any(int(k) <= 0 for k in self.num_neighbors):
             raise ConfigError(f"{n('num_neighbors')} must be a non-empty list of positive ints (one per hop), got "
                               f"{list(self.num_neighbors)}")
+        if self.encoder not in ("mlp", "torch-frame"):
+            raise ConfigError(f"{n('encoder')} must be 'mlp' or 'torch-frame', got {self.encoder!r}")
         if self.temporal_strategy not in ("uniform", "last"):
             raise ConfigError(f"{n('temporal_strategy')} must be 'uniform' or 'last', got {self.temporal_strategy!r}")
         return self

@@ -46,6 +46,47 @@ class TableEncoder(nn.Module):
         return self.mlp(h)
 
 
+class FrameEncoder(nn.Module):
+    """RelBench's per-table encoder: a torch-frame ``ResNet`` (``num_layers`` residual blocks, ``LinearEncoder`` per
+    numeric column, ``EmbeddingEncoder`` per categorical one) over the table's columns → (N, C). Our columns arrive
+    already encoded (numerics standardised on the training rows, categories as 0..card-1 with 0 = unknown), so the
+    column statistics are mean 0 / sd 1 and the category counts' sizes. Dropout 0.2 (torch-frame's default, as RelBench)."""
+
+    def __init__(self, *, spec: TableSpec, channels: int, num_layers: int = 4, dropout: float = 0.2):
+        super().__init__()
+        import torch_frame
+        from torch_frame.data.stats import StatType
+        from torch_frame.nn.models import ResNet
+
+        self._stype = torch_frame.stype
+        self._tensor_frame = torch_frame.TensorFrame
+        names, stats = {}, {}
+        if spec.num_cols:
+            names[torch_frame.stype.numerical] = list(spec.num_cols)
+            stats.update({c: {StatType.MEAN: 0.0, StatType.STD: 1.0} for c in spec.num_cols})
+        if spec.cat_cols:
+            names[torch_frame.stype.categorical] = list(spec.cat_cols)
+            stats.update({c: {StatType.COUNT: (list(range(card)), [1] * card)}
+                          for c, card in zip(spec.cat_cols, spec.cat_cards, strict=True)})
+        self.col_names = names
+        self.net = ResNet(channels=channels, out_channels=channels, num_layers=num_layers, col_stats=stats,
+                          col_names_dict=names, dropout_prob=dropout)
+
+    def forward(self, x_num: Tensor, x_cat: Tensor) -> Tensor:
+        feat = {}
+        if self._stype.numerical in self.col_names:
+            feat[self._stype.numerical] = x_num
+        if self._stype.categorical in self.col_names:
+            feat[self._stype.categorical] = x_cat
+        n = x_num.shape[0]
+        if n == 0:
+            return x_num.new_zeros((0, self.net.decoder[-1].out_features))
+        return self.net(self._tensor_frame(feat, self.col_names, num_rows=n))
+
+
+ENCODERS = ("mlp", "torch-frame")
+
+
 class RelationalModel(nn.Module):
     """Encoders + temporal encoding + GNN + head over a :func:`relgnn.graph.snapshot` or a sampled sub-graph.
 
@@ -59,13 +100,16 @@ class RelationalModel(nn.Module):
         shallow: ``{table: num_rows}`` tables that get a learned embedding per row.
         id_awareness: add a learned vector to seed rows (ID-GNN recommendation readout).
         simplified_mp, route_aggr: RelGNN options (see :class:`relgnn.conv.RelGNN`).
+        encoder: "mlp" (:class:`TableEncoder`) or "torch-frame" (:class:`FrameEncoder`, RelBench's ResNet).
     """
 
     def __init__(self, *, specs: dict[str, TableSpec], edge_types: Sequence[tuple[str, str, str]], gnn: str = "relgnn",
                  channels: int = 64, num_layers: int = 2, num_heads: int = 4, out_channels: int = 1,
                  shallow: dict[str, int] | None = None, id_awareness: bool = False, simplified_mp: bool = False,
-                 route_aggr: str = "sum"):
+                 route_aggr: str = "sum", encoder: str = "mlp"):
         super().__init__()
+        if encoder not in ENCODERS:
+            raise ConfigError(f"encoder must be one of {ENCODERS}, got {encoder!r}")
         if gnn not in GNN_KINDS:
             raise ConfigError(f"gnn must be one of {GNN_KINDS}, got {gnn!r}")
         check_positive("channels", channels)
@@ -77,7 +121,8 @@ class RelationalModel(nn.Module):
         self.gnn_kind = gnn
         node_types = list(specs)
         self.node_types = node_types
-        self.encoders = nn.ModuleDict({mkey(nt): TableEncoder(spec=s, channels=channels) for nt, s in specs.items()})
+        enc = FrameEncoder if encoder == "torch-frame" else TableEncoder
+        self.encoders = nn.ModuleDict({mkey(nt): enc(spec=s, channels=channels) for nt, s in specs.items()})
         self.pe = PositionalEncoding(channels)
         self.time_lins = nn.ModuleDict({mkey(nt): nn.Linear(channels, channels) for nt, s in specs.items() if s.has_time})
         self.shallow = nn.ModuleDict({mkey(nt): nn.Embedding(n, channels) for nt, n in (shallow or {}).items()})
