@@ -40,6 +40,11 @@ class TrainConfig(BaseOptions):
     """Synthetic database: number of 30-day windows."""
     threads: int = 1
     """torch threads (at most 2 on the shared machine)."""
+    text_model: Path | None = None
+    """A local sentence-transformers model folder that embeds --text-columns (RelBench's text_embedded columns;
+    needs relgnn[text]; nothing is downloaded)."""
+    text_columns: tuple[str, ...] = ()
+    """Text columns to embed with --text-model, as table.column (e.g. review.text)."""
     ddp: bool = False
     """Data-parallel training, torch DDP with gloo on CPU (relgnn.distributed): under `torchrun --nproc-per-node N
     -m relgnn train --ddp ...` the process group comes from torchrun; otherwise --ddp-procs local processes are
@@ -77,7 +82,16 @@ def _prepare(cfg: dict):
 
     task, _ = load_task(cfg["dataset"], cfg["task"], num_users=cfg["num_users"], num_items=cfg["num_items"],
                         num_windows=cfg["num_windows"], data_seed=cfg["seed"])
-    graph = build_graph(task.get_db())
+    text = {}
+    for tc in cfg.get("text_columns") or ():
+        table, col = tc.split(".", 1)
+        text.setdefault(table, []).append(col)
+    embed = None
+    if cfg.get("text_model"):
+        from relgnn.text import sentence_transformer_embedder
+
+        embed = sentence_transformer_embedder(cfg["text_model"])
+    graph = build_graph(task.get_db(), text_columns=text, text_embedder=embed)
     return graph, prepare_task(task, graph)
 
 
@@ -93,6 +107,14 @@ def train(cfg: TrainConfig) -> int:
         if cfg.task not in TASKS:
             raise ValueError(f"--task must be one of {sorted(TASKS)} for the synthetic dataset, got {cfg.task!r}")
 
+    if bool(cfg.text_columns) != (cfg.text_model is not None):
+        raise ValueError("--text-model and --text-columns go together (a local sentence-transformers folder and the "
+                         "table.column names it embeds)")
+    bad = [tc for tc in cfg.text_columns if tc.count(".") < 1 or tc.startswith(".") or tc.endswith(".")]
+    if bad:
+        raise ValueError(f"--text-columns must be table.column names, got {bad}")
+    if cfg.text_model is not None and not cfg.text_model.is_dir():
+        raise ValueError(f"--text-model {str(cfg.text_model)!r} is not a local folder (nothing is downloaded)")
     if cfg.ddp:
         check_positive(cfg, "ddp_procs", prefix="--")
         if fc.simplified_mp or fc.sampling != "sampled":
@@ -107,7 +129,9 @@ def train(cfg: TrainConfig) -> int:
     from relgnn.train import fit
     torch.set_num_threads(min(cfg.threads, 2))
     # model_config.json: the data keys and FitConfig's fields side by side (flat, as `relgnn evaluate` reads them)
-    conf = {k: getattr(cfg, k) for k in _DATA_KEYS} | asdict(fc) | {"threads": cfg.threads}
+    conf = {k: getattr(cfg, k) for k in _DATA_KEYS} | asdict(fc) | {
+        "threads": cfg.threads, "text_model": str(cfg.text_model) if cfg.text_model else None,
+        "text_columns": list(cfg.text_columns)}
     rd = open_run_dir("relgnn", cfg) if rank == 0 else None  # under torchrun only process 0 writes
     if rd is not None:
         rd.write_config(conf | {"ddp": cfg.ddp, "ddp_procs": cfg.ddp_procs})

@@ -123,12 +123,31 @@ def to_seconds(ts) -> int:
     return int(pd.Timestamp(ts).value // 10**9)
 
 
-def _encode_table(name, t, fit_df) -> tuple[np.ndarray, np.ndarray, TableSpec]:
+def _embed_text(name: str, col: str, ser: pd.Series, fit_rows: np.ndarray, embed) -> tuple[list[str], list]:
+    """A text column as standardised embedding columns ``col[0..d-1]`` (statistics on the fitting rows)."""
+    texts = ["" if x is None or (isinstance(x, float) and np.isnan(x)) else str(x) for x in ser]
+    e = np.asarray(embed(texts), dtype=np.float64)
+    if e.ndim != 2 or e.shape[0] != len(texts) or not np.isfinite(e).all():
+        raise SchemaError(f"table {name!r}, text column {col!r}: the text embedder must return a finite "
+                          f"({len(texts)}, d) array, got shape {e.shape}")
+    f = e[fit_rows] if len(fit_rows) else e
+    mu, sd = f.mean(0), f.std(0)
+    sd = np.where(sd > 1e-12, sd, 1.0)
+    z = (e - mu) / sd
+    return [f"{col}[{j}]" for j in range(e.shape[1])], [z[:, j] for j in range(e.shape[1])]
+
+
+def _encode_table(name, t, fit_df, text_cols=(), embed=None) -> tuple[np.ndarray, np.ndarray, TableSpec]:
     df = t.df
     keys = {t.pkey_col, t.time_col, *t.fkey_col_to_pkey_table}
     num_cols, cat_cols, cat_cards, nums, cats = [], [], [], [], []
     for col in df.columns:
         if col in keys:
+            continue
+        if col in text_cols:
+            names, cols = _embed_text(name, col, df[col], df.index.get_indexer(fit_df.index), embed)
+            num_cols += names
+            nums += cols
             continue
         ser, fit = df[col], fit_df[col]
         if pd.api.types.is_bool_dtype(ser) or pd.api.types.is_numeric_dtype(ser):
@@ -193,15 +212,30 @@ def rekey(db) -> tuple[dict[str, pd.DataFrame], dict[str, pd.Index]]:
     return frames, key_maps
 
 
-def build_graph(db, *, fit_until=None) -> RelGraph:
+def build_graph(db, *, fit_until=None, text_columns: dict[str, list[str]] | None = None,
+                text_embedder=None) -> RelGraph:
     """Build the full :class:`RelGraph` of a RelBench ``Database``.
 
     Args:
         db: the database (usually ``task.get_db()``, i.e. cut at the test timestamp).
         fit_until: if given, feature statistics (mean/sd, vocabularies) are fitted on rows up to this time only;
             default: on the whole ``db`` (RelBench practice).
+        text_columns: ``{table: [column, ...]}`` encoded by ``text_embedder`` (RelBench's ``text_embedded`` stype)
+            instead of as categories: each becomes ``d`` standardised numeric columns ``column[j]``.
+        text_embedder: ``texts -> (n, d) array``, e.g. :func:`relgnn.text.sentence_transformer_embedder` on a
+            local sentence-transformers model folder (nothing is downloaded).
     """
     validate_database(db)
+    text_columns = {k: list(v) for k, v in (text_columns or {}).items()}
+    if text_columns and text_embedder is None:
+        raise SchemaError("text_columns needs a text_embedder (e.g. relgnn.text.sentence_transformer_embedder(path))")
+    for tname, cols in text_columns.items():
+        if tname not in db.table_dict:
+            raise SchemaError(f"text_columns: no table {tname!r} (tables: {sorted(db.table_dict)})")
+        t = db.table_dict[tname]
+        bad = [c for c in cols if c not in t.df.columns or c in {t.pkey_col, t.time_col, *t.fkey_col_to_pkey_table}]
+        if bad:
+            raise SchemaError(f"text_columns[{tname!r}]: {bad} are not feature columns of the table")
     frames, key_maps = rekey(db)
     from relbench.base import Database, Table
 
@@ -213,7 +247,7 @@ def build_graph(db, *, fit_until=None) -> RelGraph:
         fit_df = t.df if fit_until is None or t.time_col is None else t.df[t.df[t.time_col] <= pd.Timestamp(fit_until)]
         if len(fit_df) == 0:
             fit_df = t.df
-        x_num, x_cat, spec = _encode_table(name, t, fit_df)
+        x_num, x_cat, spec = _encode_table(name, t, fit_df, set(text_columns.get(name, ())), text_embedder)
         data[name].x_num = torch.tensor(x_num, dtype=torch.float32)
         data[name].x_cat = torch.tensor(x_cat, dtype=torch.long)
         data[name].num_nodes = len(t.df)
