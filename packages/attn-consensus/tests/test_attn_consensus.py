@@ -240,3 +240,27 @@ def test_wrong_token_dimension_refused():
         integrate(AttentionFlow(dim=4), np.eye(3), dt=0.1, steps=1)
     with pytest.raises(AttnConsensusError, match="zero-norm"):
         consensus_gap(np.zeros((2, 3)))
+
+
+def test_attention_logits_are_q_x_i_dot_k_x_j():
+    """The fused form x_iᵀ (QᵀK) x_j equals the naive ⟨Q x_i, K x_j⟩ for non-symmetric Q, K (2 heads, d_k ≠ d)."""
+    g = torch.Generator().manual_seed(3)
+    q, k = torch.randn(2, 3, 5, generator=g, dtype=torch.float64), torch.randn(2, 3, 5, generator=g, dtype=torch.float64)
+    x = sample_tokens(6, 5, seed=2)
+    a = AttentionFlow(dim=5, mask="full", q=q, k=k, v=torch.eye(5).expand(2, 5, 5)).attention(x)  # [H, n, n]
+    naive = torch.stack([torch.softmax(torch.stack([torch.stack([(q[h] @ x[i]) @ (k[h] @ x[j]) for j in range(6)])
+                                                    for i in range(6)]), dim=-1) for h in range(2)])
+    torch.testing.assert_close(a, naive, rtol=1e-12, atol=1e-14)
+    # negative control: swapping the roles of Q and K (the transposed bilinear form) gives other weights
+    swapped = AttentionFlow(dim=5, mask="full", q=k, k=q, v=torch.eye(5).expand(2, 5, 5)).attention(x)
+    assert (swapped - naive).abs().max() > 1e-3
+
+
+def test_cross_cluster_attention_sees_only_far_pairs():
+    from attn_consensus.diagnostics import cross_cluster_attention
+
+    h = torch.tensor([[1.0, 0.0], [1.0, 1e-3], [0.0, 1.0]], dtype=torch.float64)  # tokens 0, 1 close; 2 far
+    a = torch.tensor([[[0.5, 0.4, 0.1], [0.3, 0.69, 0.01], [0.2, 0.2, 0.6]]], dtype=torch.float64)  # [H=1, n, n]
+    assert float(cross_cluster_attention(a, h)) == pytest.approx(0.2)  # max over (0,2), (1,2), (2,0), (2,1)
+    # negative control: a single cluster has no far pair, whatever the weights
+    assert float(cross_cluster_attention(a, h[[0, 1, 1]])) == 0.0

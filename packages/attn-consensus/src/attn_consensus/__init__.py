@@ -17,6 +17,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "consensus_gap": "attn_consensus.diagnostics",
     "geodesic_diameter": "attn_consensus.diagnostics",
     "decay_rate": "attn_consensus.diagnostics",
+    "cross_cluster_attention": "attn_consensus.diagnostics",
     "sample_tokens": "attn_consensus.scenarios",
     "random_matrix": "attn_consensus.scenarios",
     "build_scenario": "attn_consensus.scenarios",

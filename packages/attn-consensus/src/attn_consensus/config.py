@@ -17,7 +17,7 @@ from icml25.experiment import Budgets
 class Config:
     """Settings of ``attn-consensus reproduce``: the ODE scenarios, the GPT-2 consensus loop and the timings."""
 
-    seeds: int = 6
+    seeds: int = 5
     """Seeds: each draws its own Q, K, V, initial tokens, GPT-2 weights and prompts."""
     n: int = 32
     """Tokens per ODE simulation."""
@@ -51,8 +51,8 @@ class Config:
     """Random prompts per seed."""
     gpt_length: int = 32
     """Tokens per prompt."""
-    gpt_passes: int = 150
-    """Consensus iterations (passes over the block stack, ln_f between them)."""
+    gpt_passes: int = 300
+    """Consensus iterations (passes over the block stack, ln_f between them; the official default is 1000)."""
     train_steps: int = 60
     """AdamW steps of the 'trained weights' GPT-2 on the tiny-LM tasks (add, reverse, sort)."""
     train_batch: int = 32
@@ -64,13 +64,15 @@ class Config:
     bench_passes: int = 40
     """Passes of the loop-overhead timing."""
     bench_repeats: int = 3
-    """Repeats of each timing."""
+    """Repeats of the batched-vs-loop timing."""
+    bench_rounds: int = 10
+    """Interleaved rounds (plain passes, then the loop, the order alternating) of the loop-overhead timing."""
 
     def __post_init__(self) -> None:
         check_positive(self, "dt", "horizon", "layer_time", "consensus_tol", "gap_tol", integer=False)
         check_positive(self, "seeds", "n", "layers", "gpt_n_layer", "gpt_n_embd", "gpt_n_head", "gpt_vocab", "gpt_batch", "gpt_length",
                        "gpt_passes", "train_steps", "train_batch", "bench_batch", "bench_steps", "bench_passes",
-                       "bench_repeats")
+                       "bench_repeats", "bench_rounds")
         if not self.dims or min(self.dims) < 2:
             raise ValueError(f"dims must be non-empty with every d >= 2, got {self.dims}")
         if not self.scales or min(self.scales) < 0:
@@ -98,8 +100,8 @@ def cpu() -> Config:
 BUDGETS = Budgets(
     smoke=replace(cpu(), seeds=1, n=6, dims=(3,), scales=(1.0,), horizon=1.0, dt=0.05, gpt_n_layer=2, gpt_n_embd=32,
                   gpt_batch=2, gpt_length=8, gpt_passes=3, train_steps=2, train_batch=8, bench_batch=8,
-                  bench_steps=2, bench_passes=2, bench_repeats=1),
-    quick=replace(cpu(), seeds=3, dims=(3, 16), horizon=20.0, gpt_n_layer=4, gpt_batch=4, gpt_passes=100,
-                  train_steps=30, bench_batch=128, bench_passes=20, bench_repeats=3),
-    full=replace(cpu(), seeds=6),
+                  bench_steps=2, bench_passes=2, bench_repeats=1, bench_rounds=2),
+    quick=replace(cpu(), seeds=3, dims=(3, 16), horizon=15.0, gpt_n_layer=4, gpt_batch=4, gpt_passes=80,
+                  train_steps=20, bench_batch=128, bench_passes=20, bench_repeats=2, bench_rounds=6),
+    full=replace(cpu(), seeds=5),
 )

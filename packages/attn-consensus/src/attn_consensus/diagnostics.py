@@ -89,3 +89,21 @@ def decay_rate(values: Any, times: Any, *, floor: float = 1e-12, tail: float = 0
         keep = above[-3:]
     slope = np.polyfit(t[keep], np.log(y[keep]), 1)[0]
     return float(-slope)
+
+
+def cross_cluster_attention(attention: Any, h: Any, *, min_angle: float = 0.1) -> Any:
+    """The largest attention weight between two tokens more than ``min_angle`` radians apart:
+    ``max_{h, i, j : ∠(h_i, h_j) > min_angle} A^h_ij`` from ``attention [..., H, n, n]`` and ``h [..., n, d]``
+    (0 when every pair is closer). The pull that could still merge separate clusters: with ``V = I`` a cluster moves
+    towards another one at a speed of at most this weight, so a merge takes a time of order its inverse (the
+    metastable regime of large ``QᵀK``)."""
+    u, as_np = _tokens(h)
+    a = torch.as_tensor(np.asarray(attention)) if not isinstance(attention, torch.Tensor) else attention
+    a = a.detach().to(torch.float64)
+    if a.shape[-1] != u.shape[-2] or a.shape[-2] != u.shape[-2] or a.shape[:-3] != u.shape[:-2]:
+        raise AttnConsensusError(f"attention must have shape [..., H, n, n] matching h {tuple(u.shape)}, got "
+                                 f"{tuple(a.shape)}")
+    cos = (u @ u.transpose(-1, -2)).clamp(-1.0, 1.0)  # [..., n, n]
+    far = torch.arccos(cos) > min_angle  # [..., n, n]
+    w = torch.where(far.unsqueeze(-3), a, torch.zeros_like(a))  # [..., H, n, n]
+    return _out(w.amax(dim=(-1, -2, -3)), as_np)

@@ -112,6 +112,7 @@ class AttentionFlow:
         self.heads = max(hq, hv)
         self.batch = max(bq, bv)
         self._cache: dict[tuple[torch.dtype, torch.device], tuple[torch.Tensor, ...]] = {}
+        self._future: dict[tuple[int, torch.device], torch.Tensor] = {}
 
     @property
     def v_is_identity(self) -> bool:
@@ -120,28 +121,39 @@ class AttentionFlow:
         return bool((self.v == eye).all())
 
     def _weights(self, x: torch.Tensor, t: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(Q, K, V)`` of the layer active at ``t``: ``[B, H, ·, d]`` (no ``B`` axis for one flow)."""
+        return self._layer(x, t)[:3]
+
+    def _layer(self, x: torch.Tensor, t: float) -> tuple[torch.Tensor, ...]:
+        """``(Q, K, V, M = QᵀK)`` of the layer active at ``t``, cast to ``x``'s dtype once and cached."""
         key = (x.dtype, x.device)
         if key not in self._cache:
-            self._cache[key] = tuple(w.to(dtype=x.dtype, device=x.device) for w in (self.q, self.k, self.v))
-        q, k, v = self._cache[key]
+            q, k, v = (w.to(dtype=x.dtype, device=x.device) for w in (self.q, self.k, self.v))
+            # the bilinear form of the logits, M_h = Q_hᵀ K_h : [B, L, H, d, d] (⟨Q x_i, K x_j⟩ = x_iᵀ M x_j)
+            self._cache[key] = (q, k, v, q.transpose(-1, -2) @ k)
+        q, k, v, m = self._cache[key]
         idx = int(math.floor(t / self.layer_time + 1e-9))  # layer active at time t (cycled)
         q = q[:, idx % q.shape[1]]  # [B, H, d_k, d]
         k = k[:, idx % k.shape[1]]
         v = v[:, idx % v.shape[1]]  # [B, H, d, d]
+        m = m[:, idx % m.shape[1]]  # [B, H, d, d]
         if self.batch == 1:
-            q, k, v = q[0], k[0], v[0]  # no batch axis: broadcast against any leading axes of x
-        return q, k, v
+            q, k, v, m = q[0], k[0], v[0], m[0]  # no batch axis: broadcast against any leading axes of x
+        return q, k, v, m
+
+    def _causal(self, n: int, device: torch.device) -> torch.Tensor:
+        key = (n, device)
+        if key not in self._future:
+            self._future[key] = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)  # [n, n]
+        return self._future[key]
 
     def attention(self, x: torch.Tensor, t: float = 0.0) -> torch.Tensor:
         """The attention matrices ``A [..., H, n, n]`` (rows sum to 1 over ``N(i)``)."""
-        q, k, _ = self._weights(x, t)
-        qx = torch.einsum("...nd,...hed->...hne", x, q)  # [..., H, n, d_k]
-        kx = torch.einsum("...nd,...hed->...hne", x, k)
-        logits = qx @ kx.transpose(-1, -2)  # [..., H, n, n]
+        m = self._layer(x, t)[3]
+        xm = torch.einsum("...nd,...hde->...hne", x, m)  # x_iᵀ Q_hᵀ K_h : [..., H, n, d]
+        logits = xm @ x.unsqueeze(-3).transpose(-1, -2)  # ⟨Q_h x_i, K_h x_j⟩ : [..., H, n, n]
         if self.mask == "causal":
-            n = x.shape[-2]
-            future = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(1)
-            logits = logits.masked_fill(future, float("-inf"))
+            logits = logits.masked_fill(self._causal(x.shape[-2], x.device), float("-inf"))
         return torch.softmax(logits, dim=-1)
 
     def vector_field(self, x: Any, t: float = 0.0) -> torch.Tensor:
