@@ -311,10 +311,38 @@ def test_forgetting_and_bwt_on_a_hand_made_matrix():
 
 
 @pytest.mark.parametrize("field, value", [("tau", 1.5), ("fallback_alpha", 1.0), ("fixed_alpha", 0.0),
-                                          ("steps", 0), ("lr", float("nan")), ("n_train", 0)])
+                                          ("steps", 0), ("lr", float("nan")), ("n_train", 0),
+                                          ("alpha_grid", (0.01, 1.0)), ("fixed_lr_grid", (0.0,)),
+                                          ("tune_tasks", -1)])
 def test_bad_config_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         Config(**{field: value})
+
+
+def test_tuning_grids_must_have_the_same_size():
+    # fixed EMA: 2 lr × 2 α = 4 points, like the 4-point lr grid of every other method
+    Config(lr_grid=(1e-3, 2e-3, 3e-3, 4e-3), fixed_lr_grid=(1e-3, 3e-3), alpha_grid=(0.01, 0.05))
+    with pytest.raises(ValueError, match="as many points as lr_grid"):  # 1 × 2 != 4: not alike
+        Config(lr_grid=(1e-3, 2e-3, 3e-3, 4e-3), fixed_lr_grid=(1e-3,), alpha_grid=(0.01, 0.05))
+
+
+def test_fallback_counts_by_tensor_size():
+    # a small tensor whose gap is tiny gets α ≥ 1 -> fallback; a large one with a large gap uses the closed form
+    small = torch.nn.Parameter(torch.zeros(2, dtype=torch.float64))
+    big = torch.nn.Parameter(torch.zeros(8, dtype=torch.float64))
+    d = DEMA(params=[("s", small), ("b", big)], ema_dtype="param")
+    for step in range(3):
+        with torch.no_grad():
+            small.add_(1e-3)
+            big.add_(10.0)
+        small.grad = torch.full_like(small, 0.1 * (step + 1))
+        big.grad = torch.full_like(big, 0.1 * (step + 1))
+        d.update()
+    by = d.counts_by_numel()
+    assert by[2] == {"first_step": 1, "out_of_range": 2}
+    assert by[8] == {"first_step": 1, "formula": 2}
+    assert len(d.formula_alphas) == 2 and all(0 < a < 1 for a in d.formula_alphas)
+    assert d.fallback_share == pytest.approx(4 / 6)
 
 
 def test_bad_streams_refused():

@@ -26,24 +26,31 @@ class Config:
     """Tasks of the synthetic stream, in training order."""
     n_train: int = 1000
     """Training examples per task (the issue's ≈1,000)."""
-    n_eval: int = 64
+    n_eval: int = 32
     """Validation and test examples per task."""
     # ---- LoRA and training (the same for every method)
     rank: int = 8
     """LoRA rank r."""
     lora_alpha: float = 16.0
     """LoRA scaling alpha (the update is alpha/r · B A)."""
-    steps: int = 32
+    steps: int = 20
     """Optimizer steps per task (the joint-training reference gets steps × tasks)."""
-    batch_size: int = 32
+    batch_size: int = 16
     """Examples per optimizer step."""
     grad_accum: int = 1
     """Micro-batches per optimizer step (DEMA updates once per optimizer step)."""
     lr: float = 5e-3
-    """AdamW learning rate, shared by every method (reproduce tunes it on validation, see lr_grid)."""
+    """AdamW learning rate (reproduce tunes it per method on the validation split, see lr_grid)."""
     lr_grid: tuple[float, ...] = ()
-    """Learning rates tried on the validation split by reproduce, alike for LCIA and sequential LoRA (empty: no
-    tuning, every method uses lr)."""
+    """Learning rates tried on the validation split by reproduce for every method with one knob (sequential LoRA,
+    DEMA, LCIA, joint); empty: no tuning, every method uses lr."""
+    fixed_lr_grid: tuple[float, ...] = ()
+    """Learning rates tried for the fixed-EMA baseline, crossed with alpha_grid; len(fixed_lr_grid) ×
+    len(alpha_grid) must equal len(lr_grid) (grids of the same size for every method)."""
+    alpha_grid: tuple[float, ...] = ()
+    """Fixed-EMA α values tried on the validation split (each in (0, 1))."""
+    tune_tasks: int = 0
+    """Leading tasks of the stream used for tuning (on their validation split; 0 = the whole stream)."""
     # ---- DEMA
     fallback_alpha: float = 0.01
     """α used when the DEMA closed form does not apply (0.01 = stable EMA β 0.99, the paper's and code's)."""
@@ -90,6 +97,19 @@ class Config:
         for v in self.lr_grid:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise LciaError(f"lr_grid values must be finite numbers > 0, got {v!r}")
+        for v in self.fixed_lr_grid:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise LciaError(f"fixed_lr_grid values must be finite numbers > 0, got {v!r}")
+        for v in self.alpha_grid:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < float(v) < 1.0:
+                raise LciaError(f"alpha_grid values must be in the open interval (0, 1), got {v!r}")
+        if self.lr_grid:
+            n_fixed = len(self.fixed_lr_grid or self.lr_grid) * len(self.alpha_grid or (self.fixed_alpha,))
+            if n_fixed != len(self.lr_grid):
+                raise LciaError(f"fixed_lr_grid × alpha_grid must have as many points as lr_grid ({len(self.lr_grid)}),"
+                                f" got {n_fixed}")
+        if isinstance(self.tune_tasks, bool) or not isinstance(self.tune_tasks, int) or self.tune_tasks < 0:
+            raise LciaError(f"tune_tasks must be an integer >= 0, got {self.tune_tasks!r}")
         for name in ("fallback_alpha", "fixed_alpha"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < float(v) < 1.0:
@@ -114,7 +134,10 @@ def cpu() -> Config:
 
 BUDGETS = Budgets(
     smoke=replace(cpu(), tasks=("add", "reverse", "sum"), n_train=64, n_eval=8, steps=2, batch_size=8,
-                  pretrain_steps=20, hidden_size=32, num_layers=1, lr_grid=(1e-3, 3e-3), seeds=1),
-    quick=replace(cpu(), tasks=("add", "sum", "subtract"), n_eval=48, steps=15, seeds=3),
-    full=replace(cpu(), seeds=5),
+                  pretrain_steps=20, hidden_size=32, num_layers=1, lr_grid=(1e-3, 3e-3), fixed_lr_grid=(3e-3,),
+                  alpha_grid=(0.01, 0.05), seeds=1),
+    quick=replace(cpu(), tasks=("add", "sum", "subtract"), n_eval=24, steps=12, lr_grid=(5e-3, 2e-2),
+                  fixed_lr_grid=(1e-2,), alpha_grid=(0.01, 0.05), seeds=3),
+    full=replace(cpu(), lr_grid=(2e-3, 5e-3, 1e-2, 2e-2), fixed_lr_grid=(5e-3, 2e-2), alpha_grid=(0.01, 0.05),
+                 tune_tasks=4, seeds=5),
 )

@@ -187,6 +187,7 @@ class ContinualLearner:
     task_groups: dict[str, int] = field(default_factory=dict)
     stages: list[StageInfo] = field(default_factory=list)
     adapters: list[str] = field(default_factory=list)
+    formula_alphas: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.method not in CONTINUAL:
@@ -257,6 +258,7 @@ class ContinualLearner:
         if dema is not None:
             dema.replace()
             info.dema = dema.summary()
+            self.formula_alphas += dema.formula_alphas
         info.final_loss = float(np.mean(losses[-5:])) if losses else float("nan")
         info.seconds = time.perf_counter() - t0
         self.stages.append(info)
@@ -293,8 +295,9 @@ class ContinualLearner:
 
 
 def run_stream(base: Any, tokenizer: Any, tasks: Sequence[Task], cfg: Config, *, method: str, seed: int,
-               split: str = "test") -> dict[str, Any]:
-    """Train ``method`` on ``tasks`` in order; after each stage evaluate every task seen so far on ``split``.
+               split: str = "test", final_only: bool = False) -> dict[str, Any]:
+    """Train ``method`` on ``tasks`` in order; after each stage evaluate every task seen so far on ``split``
+    (``final_only``: only after the last stage, enough for Avg, as tuning needs).
 
     Returns ``{"acc": A [T, T] (NaN above the diagonal), "stages": [...], "learner": ContinualLearner}``; the
     references ``joint`` and ``oracle`` return only the final row, the diagonal and the final row coinciding for
@@ -310,6 +313,8 @@ def run_stream(base: Any, tokenizer: Any, tasks: Sequence[Task], cfg: Config, *,
     learner = ContinualLearner(base, tokenizer, cfg, method, seed=seed)
     for i, task in enumerate(tasks):
         learner.learn(task, i)
+        if final_only and i < T - 1:
+            continue
         for j in range(i + 1):
             A[i, j] = learner.evaluate(getattr(tasks[j], split), task=tasks[j].name)
     return {"acc": A, "stages": learner.stages, "learner": learner}

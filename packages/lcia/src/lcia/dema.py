@@ -132,6 +132,9 @@ class DEMA:
         self.counts: Counter[str] = Counter()
         self.per_tensor: dict[str, Counter[str]] = {n: Counter() for n in names}
         self.alphas: list[float] = []
+        #: α of every update that used the closed form (for the α distribution of reproduce)
+        self.formula_alphas: list[float] = []
+        self._numel = {n: p.numel() for n, p in self.params}
 
     # ------------------------------------------------------------------------------------------------ updates
     @torch.no_grad()
@@ -159,6 +162,8 @@ class DEMA:
                 else:
                     prev.copy_(g)
             self.alphas.append(alpha)
+            if reason == "formula":
+                self.formula_alphas.append(alpha)
             self._count(n, reason)
 
     def _count(self, name: str, reason: str) -> None:
@@ -186,8 +191,16 @@ class DEMA:
             total += sum(p.numel() * p.element_size() for _, p in self.params)
         return total
 
+    def counts_by_numel(self) -> dict[int, dict[str, int]]:
+        """Update reasons summed over the tensors of each size (numel): where the fallback fires."""
+        out: dict[int, Counter[str]] = {}
+        for n, c in self.per_tensor.items():
+            out.setdefault(self._numel[n], Counter()).update(c)
+        return {k: dict(v) for k, v in sorted(out.items())}
+
     def summary(self) -> dict[str, Any]:
         return {"steps": self.steps, "counts": dict(self.counts), "fallback_share": self.fallback_share,
+                "by_numel": self.counts_by_numel(),
                 "extra_bytes": self.extra_bytes, "tensors": len(self.params),
                 "mean_alpha": float(sum(self.alphas) / len(self.alphas)) if self.alphas else float("nan")}
 

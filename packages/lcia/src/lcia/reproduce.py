@@ -32,31 +32,44 @@ PAPER_HEADLINE = "LLaVA-7B on CoIN: forgetting 5.42 (LoRA baseline) -> 1.93 (LCI
 PAPER_ABLATION = "Table 6 ablation rows LoRA / stable EMA / dynamic EMA / + grouping (numbers not in our notes)"
 
 
-def _tune_lr(cfg: Config, base, tok, seed: int) -> tuple[Config, Section]:
-    """Choose the shared learning rate on the validation split (Avg of the final stage), alike for LCIA and the
-    sequential baseline (same grid, same budget); every method then uses the baseline's choice."""
+TUNED = ("sequential", "fixed_ema", "dema", "lcia", "joint")
+
+
+def _tune(cfg: Config, base, tok, seed: int) -> tuple[dict[str, Config], Section, dict[str, str]]:
+    """Choose each method's hyper-parameters on the validation split, alike (``icml25.tuning.tune_alike``: grids of
+    the same size, same budget, same tuning stream and seed): the lr of sequential LoRA, DEMA, LCIA and the joint
+    reference from ``lr_grid``; the lr and α of the fixed EMA from ``fixed_lr_grid`` × ``alpha_grid``. Score: the
+    final-stage Avg on the validation split of the first ``tune_tasks`` tasks (a data seed the test runs never use).
+    The oracle reference reuses LCIA's choice (its expand stages are LCIA's)."""
     from icml25.tuning import selections_table, tune_alike
 
     from lcia.continual import run_stream
 
     sec = Section("tuning")
-    tasks = default_stream(cfg.n_train, seed=seed, n_eval=cfg.n_eval, tasks=cfg.tasks)
+    names = cfg.tasks[:cfg.tune_tasks] if cfg.tune_tasks else cfg.tasks
+    tasks = default_stream(cfg.n_train, seed=seed, n_eval=cfg.n_eval, tasks=names)
 
     def score(method):
         def f(p):
-            r = run_stream(base, tok, tasks, replace(cfg, lr=float(p["lr"])), method=method, seed=seed, split="val")
-            return average_accuracy(r["acc"])
+            c = replace(cfg, lr=float(p["lr"]), fixed_alpha=float(p.get("alpha", cfg.fixed_alpha)))
+            r = run_stream(base, tok, tasks, c, method=method, seed=seed, split="val", final_only=True)
+            return float(np.mean(r["final"] if method == "joint" else r["acc"][-1]))  # final-stage Avg
         return f
 
     grid = {"lr": list(cfg.lr_grid)}
-    sel = tune_alike({"lcia": (score("lcia"), grid), "sequential": (score("sequential"), grid)})
+    fixed_grid = {"lr": list(cfg.fixed_lr_grid or cfg.lr_grid), "alpha": list(cfg.alpha_grid or (cfg.fixed_alpha,))}
+    sel = tune_alike({m: (score(m), fixed_grid if m == "fixed_ema" else grid) for m in TUNED})
     cols, rows = selections_table(sel)
-    sec.table("Learning rate chosen on the validation split (final-stage Avg, one seed)", cols, rows)
-    chosen = float(sel["sequential"].params["lr"])
+    sec.table(f"Hyper-parameters chosen on the validation split (final-stage Avg over {len(names)} tasks, one seed)",
+              ["method" if c == "name" else c for c in cols],
+              [[LABEL.get(r[0], r[0]), *r[1:]] for r in rows])
     sec.notes.append("tuning: " + "; ".join(s.note() for s in sel.values())
-                     + f"; every method uses the sequential baseline's choice lr={chosen:g} (the issue asks for the"
-                       " same lr for all)")
-    return replace(cfg, lr=chosen), sec
+                     + "; the oracle reference uses LCIA's choice")
+    cfgs = {m: replace(cfg, lr=float(s.params["lr"]), fixed_alpha=float(s.params.get("alpha", cfg.fixed_alpha)))
+            for m, s in sel.items()}
+    cfgs["oracle"] = cfgs["lcia"]
+    edges = {m: s.note() for m, s in sel.items() if s.at_edge}
+    return cfgs, sec, edges
 
 
 def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
@@ -65,18 +78,28 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
 
     sec = Section("continual")
     base, tok = tiny_base(cfg)
+    t_tune = time.perf_counter()
     if cfg.lr_grid:
-        cfg, tsec = _tune_lr(cfg, base, tok, seed=seeds[0] + 1_000)
+        cfgs, tsec, edges = _tune(cfg, base, tok, seed=seeds[0] + 1_000)
         sec.tables.update(tsec.tables)
         sec.notes += tsec.notes
     else:
-        sec.notes.append(f"learning rate not tuned in this budget: lr={cfg.lr:g} for every method")
+        cfgs, edges = {m: cfg for m in LABEL}, {}
+        sec.notes.append(f"hyper-parameters not tuned in this budget: lr={cfg.lr:g} for every method")
+    sec.notes.append(f"tuning took {time.perf_counter() - t_tune:.1f} s")
+
+    def tuned_note(*ms: str) -> str:
+        return "; ".join(f"{LABEL[m]}: lr={cfgs[m].lr:g}" + (f", alpha={cfgs[m].fixed_alpha:g}" if m == "fixed_ema"
+                                                                else "") + (" (EDGE of its grid)" if m in edges
+                                                                            else "") for m in ms)
     methods = ("sequential", "fixed_ema", "dema", "lcia")
     avg = {m: [] for m in (*methods, "joint", "oracle")}
     forg = {m: [] for m in methods}
     bw = {m: [] for m in methods}
     mats = {m: [] for m in methods}
     fallback = {"fixed_ema": [], "dema": [], "lcia": []}
+    by_numel: dict[str, dict[int, dict[str, int]]] = {"dema": {}, "lcia": {}}
+    alphas: dict[str, list[float]] = {"dema": [], "lcia": []}
     decisions_ok, routing_acc, isolated = [], [], []
     seconds = {m: 0.0 for m in avg}
     truth_groups, truth_decisions = designed_truth(cfg.tasks)
@@ -84,7 +107,7 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
         tasks = default_stream(cfg.n_train, seed=s, n_eval=cfg.n_eval, tasks=cfg.tasks)
         for m in methods:
             t0 = time.perf_counter()
-            r = run_stream(base, tok, tasks, cfg, method=m, seed=s)
+            r = run_stream(base, tok, tasks, cfgs[m], method=m, seed=s)
             seconds[m] += time.perf_counter() - t0
             A = r["acc"]
             mats[m].append(A)
@@ -94,6 +117,13 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
             if m in fallback:
                 shares = [st.dema["fallback_share"] for st in r["stages"] if st.dema]
                 fallback[m].append(float(np.mean(shares)) if shares else float("nan"))
+            if m in by_numel:
+                alphas[m] += r["learner"].formula_alphas
+                for st in r["stages"]:
+                    for k, c in (st.dema or {}).get("by_numel", {}).items():
+                        agg = by_numel[m].setdefault(int(k), {})
+                        for reason, v in c.items():
+                            agg[reason] = agg.get(reason, 0) + v
             if m == "lcia":
                 lr_ = r["learner"]
                 decs = [(st.group, st.decision) for st in r["stages"]]
@@ -108,7 +138,7 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
                 lcia_decs = [d for _, d in decs]
         # references
         t0 = time.perf_counter()
-        avg["joint"].append(float(np.mean(run_stream(base, tok, tasks, cfg, method="joint", seed=s)["final"])))
+        avg["joint"].append(float(np.mean(run_stream(base, tok, tasks, cfgs["joint"], method="joint", seed=s)["final"])))
         seconds["joint"] += time.perf_counter() - t0
         # oracle: a fresh adapter per task evaluated right after its training. LCIA's *expand* stages are exactly
         # that (fresh adapter, same init and batch seeds, evaluated by its own adapter at stage j), so only the
@@ -119,7 +149,7 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
             if d == "expand":
                 acc.append(float(lcia_diag[j]))
             else:
-                one = run_stream(base, tok, [t], cfg, method="oracle", seed=s)  # stage index 0
+                one = run_stream(base, tok, [t], cfgs["oracle"], method="oracle", seed=s)  # stage index 0
                 acc.append(float(one["final"][0]))
         avg["oracle"].append(float(np.mean(acc)))
         seconds["oracle"] += time.perf_counter() - t0
@@ -129,22 +159,24 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
         sec.add(Claim.compare(
             claim=f"{LABEL[m]} forgets less than sequential LoRA fine-tuning", metric="forgetting (fraction)",
             ours=forg[m], baseline=forg["sequential"], baseline_name=LABEL["sequential"], higher_is_better=False,
-            paired=True, kind="paper", paper=PAPER_HEADLINE if m == "lcia" else PAPER_ABLATION))
+            paired=True, kind="paper", paper=PAPER_HEADLINE if m == "lcia" else PAPER_ABLATION,
+            note=tuned_note(m, "sequential")))
     for m in ("fixed_ema", "dema", "lcia"):
         sec.add(Claim.compare(
             claim=f"{LABEL[m]} has a higher (less negative) BWT than sequential LoRA", metric="BWT (fraction)",
             ours=bw[m], baseline=bw["sequential"], baseline_name=LABEL["sequential"], paired=True, kind="paper",
-            paper=PAPER_ABLATION))
+            paper=PAPER_ABLATION, note=tuned_note(m, "sequential")))
     sec.add(Claim.compare(
         claim="DEMA's Avg is above fixed EMA's (better plasticity at comparable stability)", metric="Avg accuracy",
         ours=avg["dema"], baseline=avg["fixed_ema"], baseline_name=LABEL["fixed_ema"], paired=True, kind="paper",
         paper=PAPER_ABLATION,
-        note=f"forgetting: DEMA {np.mean(forg['dema']):.3f} vs fixed EMA {np.mean(forg['fixed_ema']):.3f}"))
+        note=f"forgetting: DEMA {np.mean(forg['dema']):.3f} vs fixed EMA {np.mean(forg['fixed_ema']):.3f}; "
+             + tuned_note("dema", "fixed_ema")))
     for m in ("sequential", "fixed_ema", "dema"):
         sec.add(Claim.compare(
             claim=f"full LCIA has the best Avg among continual methods: above {LABEL[m]}", metric="Avg accuracy",
             ours=avg["lcia"], baseline=avg[m], baseline_name=LABEL[m], paired=True, kind="paper",
-            paper=PAPER_ABLATION))
+            paper=PAPER_ABLATION, note=tuned_note("lcia", m)))
     sec.add(Claim.threshold(
         claim="grouping decisions (group and retrain/expand) match the designed truth of the stream",
         metric=f"share of the {len(cfg.tasks)} decisions right", ours=decisions_ok, threshold=0.99, deterministic=True,
@@ -153,12 +185,34 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
         claim="test-time routing by each instance's instruction sends it to its designed group",
         metric="routing accuracy (test instances)", ours=routing_acc, threshold=0.99, deterministic=True,
         kind="property", paper="route to the best group if sim >= tau, else the latest (paper, Sec. on grouping)"))
+    size_share = {k: 1.0 - c.get("formula", 0) / max(1, sum(c.values())) for k, c in by_numel["dema"].items()}
     sec.add(Claim.threshold(
         claim="DEMA's closed form is active: most tensor updates do not fall back to alpha = 0.01",
         metric="share of tensor updates that fell back", ours=fallback["dema"], threshold=0.5,
         higher_is_better=False, kind="target",
         paper="audit of the official code: at small tensor sizes the 0.01 fallback fires on most steps",
-        note=f"LCIA's retrain stage: fallback share {np.nanmean(fallback['lcia']):.3f}"))
+        note="fallback share by tensor size: " + ", ".join(f"{k} elements {v:.2f}" for k, v in size_share.items())
+             + f"; LCIA's retrain stages: {np.nanmean(fallback['lcia']):.3f}"))
+    reasons = ("formula", "out_of_range", "first_step", "zero_product", "no_grad", "nonfinite")
+    arows = []
+    for m in ("dema", "lcia"):
+        for k, c in by_numel[m].items():
+            tot = max(1, sum(c.values()))
+            arows.append([LABEL[m], str(k), str(tot), *[f"{c.get(r, 0) / tot:.3f}" for r in reasons]])
+    sec.table("Where DEMA's alpha comes from, by tensor size (share of tensor updates, all seeds; out_of_range = the "
+              "closed form gave alpha >= 1 or <= 0 and 0.01 was used)",
+              ["method", "tensor numel", "updates", *reasons], arows)
+    qs = (0.05, 0.25, 0.5, 0.75, 0.95)
+    sec.table("alpha of the updates that used the closed form (quantiles, all seeds)",
+              ["method", "n", *[f"q{int(q * 100)}" for q in qs]],
+              [[LABEL[m], str(len(alphas[m])), *[f"{v:.3g}" for v in (np.quantile(alphas[m], qs) if alphas[m]
+                                                                   else [float("nan")] * len(qs))]]
+               for m in ("dema", "lcia")])
+    try:
+        _alpha_png(alphas, by_numel, Path(out) / "alpha.png")
+        sec.figures.append("alpha.png")
+    except Exception as exc:  # pragma: no cover - plotting must not lose the measurements
+        sec.notes.append(f"alpha figure not written: {exc}")
 
     rows = []
     for m in ("sequential", "fixed_ema", "dema", "lcia", "joint", "oracle"):
@@ -193,6 +247,31 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
     except Exception as exc:  # pragma: no cover - plotting must not lose the measurements
         sec.notes.append(f"figures not written: {exc}")
     return sec
+
+
+def _alpha_png(alphas: dict, by_numel: dict, path: Path) -> None:
+    from icml25.plots import _plt, save_figure
+
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3))
+    vals = np.asarray(alphas["dema"], dtype=float)
+    if vals.size:
+        axes[0].hist(np.log10(vals), bins=30, color="tab:blue")
+    axes[0].axvline(-2, color="k", ls="--", lw=1, label="fallback 0.01")
+    axes[0].set_xlabel("log10 alpha (closed form, DEMA)")
+    axes[0].set_ylabel("tensor updates")
+    axes[0].legend(fontsize=7)
+    sizes = list(by_numel["dema"])
+    bottom = np.zeros(len(sizes))
+    for r, col in (("formula", "tab:green"), ("out_of_range", "tab:red"), ("first_step", "tab:gray")):
+        tot = np.array([max(1, sum(by_numel["dema"][k].values())) for k in sizes])
+        v = np.array([by_numel["dema"][k].get(r, 0) for k in sizes]) / tot
+        axes[1].bar([str(k) for k in sizes], v, bottom=bottom, color=col, label=r)
+        bottom += v
+    axes[1].set_xlabel("tensor numel")
+    axes[1].set_ylabel("share of updates")
+    axes[1].legend(fontsize=7)
+    save_figure(fig, path, dpi=80)
 
 
 def _matrices_png(mean_A: dict, tnames: list[str], path: Path) -> None:
