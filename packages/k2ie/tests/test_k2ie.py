@@ -252,3 +252,41 @@ def test_select_prefers_the_validation_best_and_reports_trials():
     assert res.estimator.a == res.params["a"] and res.estimator.window_ is not None
     lscv = select(K2IE(n_features=100), x, lam.window, grid=grid, cv="lscv")
     assert lscv.params["b"] == 0.06
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_fast_k2ie_holdout_path_equals_refitting_every_split(d):
+    """The speed path (one Cholesky per grid point for all splits, cached frequencies and φ(x)) changes no score."""
+    if d == 1:
+        lam = intensity_1d(2)
+        win, x = lam.window, simulate(lam, lam.window, seed=1)
+    else:
+        win = fragmented_window(0.5, seed=3)
+        x = simulate(intensity_2d(), win, seed=1)
+    grid = {"a": [0.3, 5.0, 80.0], "b": [0.05, 0.4, 3.0]}
+    kw = dict(grid=grid, p=0.6, n_splits=3, seed=2)
+    fast = select(K2IE(n_features=120, seed=1), x, win, fast=True, **kw)
+    slow = select(K2IE(n_features=120, seed=1), x, win, fast=False, **kw)
+    sf = np.array([t["score"] for t in fast.selection.trials])
+    ss = np.array([t["score"] for t in slow.selection.trials])
+    np.testing.assert_allclose(sf, ss, rtol=1e-9, atol=1e-9 * np.abs(ss).max())
+    assert fast.params == slow.params
+    np.testing.assert_array_equal(fast.estimator.w_, slow.estimator.w_)  # the final refit is the same code
+    other = select(K2IE(n_features=120, seed=1), x, win, fast=True, **{**kw, "p": 0.5})
+    assert np.abs(np.array([t["score"] for t in other.selection.trials]) - ss).max() > 1e-3  # negative control
+
+
+def test_blas_thread_limit_is_scoped_and_changes_no_result():
+    from k2ie.blas import _libraries, blas_threads
+
+    x = _pts(40, W1, 5)
+    ref = K2IE(a=5.0, b=0.7, n_features=200).fit(x, W1).w_
+    libs = _libraries()
+    before = [getattr(lib, g)() for lib, _, g in libs]
+    with blas_threads(1) as n:
+        assert n == len(libs)
+        assert all(getattr(lib, g)() == 1 for lib, _, g in libs)
+        w1 = K2IE(a=5.0, b=0.7, n_features=200).fit(x, W1).w_
+    assert [getattr(lib, g)() for lib, _, g in libs] == before  # restored
+    np.testing.assert_allclose(w1, ref, rtol=1e-10, atol=1e-12)
+    assert np.abs(K2IE(a=5.5, b=0.7, n_features=200).fit(x, W1).w_ - ref).max() > 1e-6  # negative control
