@@ -1,8 +1,9 @@
 """Side-by-side reproduction of LCIA's claims at CPU scale (``lcia reproduce [--quick|--smoke]``).
 
 1. **Continual stream** (:func:`continual_stream`): the six-task instruction stream of :mod:`lcia.data` on the tiny
-   Llama of the icml25 test bed, LoRA r 8 on every linear layer. Methods, with the same LoRA rank, learning rate,
-   steps, task order and seeds (comparisons paired by seed): sequential LoRA fine-tuning, + fixed EMA 0.99, + DEMA
+   Llama of the icml25 test bed, LoRA r 8 on every linear layer. Methods, with the same LoRA rank, steps, task order and
+   seeds (comparisons paired by seed), each with its lr (the fixed EMA also its α) chosen alike on the validation
+   split by :func:`_tune`: sequential LoRA fine-tuning, + fixed EMA 0.99, + DEMA
    without grouping, full LCIA (DEMA + grouping); references: multitask joint training (steps × tasks steps) and a
    fresh adapter per task with oracle routing. Claims: forgetting and BWT of each EMA variant vs sequential, DEMA's
    Avg vs fixed EMA's, LCIA vs every continual method, grouping decisions and routing accuracy against the designed
