@@ -103,5 +103,5 @@ BUDGETS = Budgets(
                   bench_steps=2, bench_passes=2, bench_repeats=1, bench_rounds=2),
     quick=replace(cpu(), seeds=3, dims=(3, 16), horizon=15.0, gpt_n_layer=4, gpt_batch=4, gpt_passes=80,
                   train_steps=20, bench_batch=128, bench_passes=20, bench_repeats=2, bench_rounds=6),
-    full=replace(cpu(), seeds=5),
+    full=replace(cpu(), seeds=8),
 )
