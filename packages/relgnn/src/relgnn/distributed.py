@@ -44,6 +44,25 @@ class _ShardLoss(nn.Module):
         return self._runner.batch_loss_sum(batch) * (world / n_global)
 
 
+def _shard(run, td, rows: np.ndarray, rank: int, world: int):
+    """This process's shard of the global batch ``rows`` (training table positions): its :class:`Batch` (``None``
+    when it has no loss terms) and the number of loss terms over all processes (an all-reduce)."""
+    import torch.distributed as dist
+
+    from relgnn.train import Batch
+
+    pos = np.asarray(rows)[rank::world]
+    batch = None
+    if len(pos):
+        idx = torch.as_tensor(pos, dtype=torch.long)
+        sub, seed_local = run.sampler.sample(td.entity, td.ids["train"][idx], td.times["train"][idx])
+        batch = Batch(sub, seed_local, pos)
+    local = run.batch_count(batch) if batch is not None else 0
+    n = torch.tensor([local], dtype=torch.long)
+    dist.all_reduce(n)
+    return (batch if local else None), int(n)
+
+
 def _check(cfg: FitConfig, td) -> None:
     cfg.validate()
     if cfg.sampling != "sampled" and td.kind != "recommendation":
@@ -61,7 +80,7 @@ def fit_distributed(graph, td, cfg: FitConfig, *, progress=None):
     from icml25.seeding import seed_everything
     from torch.nn.parallel import DistributedDataParallel
 
-    from relgnn.train import Batch, FitResult, _Runner, build_model
+    from relgnn.train import FitResult, _Runner, build_model
 
     if not dist.is_available() or not dist.is_initialized():
         raise ConfigError("fit_distributed needs an initialised torch.distributed process group (torchrun, or "
@@ -83,18 +102,11 @@ def fit_distributed(graph, td, cfg: FitConfig, *, progress=None):
         order = rng.permutation(td.n_rows["train"])
         starts = list(range(0, len(order), cfg.batch_size))[: cfg.max_steps_per_epoch]
         for s in starts:
-            pos = order[s:s + cfg.batch_size][rank::world]
-            batch = None
-            if len(pos):
-                idx = torch.as_tensor(pos, dtype=torch.long)
-                sub, seed_local = run.sampler.sample(td.entity, td.ids["train"][idx], td.times["train"][idx])
-                batch = Batch(sub, seed_local, pos)
-            n = torch.tensor([run.batch_count(batch) if batch is not None else 0], dtype=torch.long)
-            dist.all_reduce(n)
-            if int(n) == 0:
+            batch, n = _shard(run, td, order[s:s + cfg.batch_size], rank, world)
+            if n == 0:
                 continue
             opt.zero_grad()
-            ddp(batch if batch is not None and run.batch_count(batch) else None, int(n), world).backward()
+            ddp(batch, n, world).backward()
             opt.step()
             n_steps += 1
         epoch_s.append(time.perf_counter() - t0)
@@ -128,7 +140,7 @@ def shard_gradients(graph, td, cfg: FitConfig, positions: np.ndarray) -> dict[st
     from icml25.seeding import seed_everything
     from torch.nn.parallel import DistributedDataParallel
 
-    from relgnn.train import Batch, _Runner, build_model
+    from relgnn.train import _Runner, build_model
 
     _check(cfg, td)
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -137,16 +149,9 @@ def shard_gradients(graph, td, cfg: FitConfig, positions: np.ndarray) -> dict[st
     run = _Runner(model, graph, td, cfg)
     run.gen.manual_seed(cfg.seed + rank)
     ddp = DistributedDataParallel(_ShardLoss(run), find_unused_parameters=True)
-    pos = np.asarray(positions)[rank::world]
-    batch = None
-    if len(pos):
-        idx = torch.as_tensor(pos, dtype=torch.long)
-        sub, seed_local = run.sampler.sample(td.entity, td.ids["train"][idx], td.times["train"][idx])
-        batch = Batch(sub, seed_local, pos)
-    n = torch.tensor([run.batch_count(batch) if batch is not None else 0], dtype=torch.long)
-    dist.all_reduce(n)
     model.train()
-    ddp(batch, int(n), world).backward()
+    batch, n = _shard(run, td, positions, rank, world)
+    ddp(batch, n, world).backward()
     return {k: (p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p))
             for k, p in model.named_parameters()}
 
