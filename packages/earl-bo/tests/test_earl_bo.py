@@ -323,6 +323,7 @@ def test_bad_optimize_inputs():
     (["optimize", "--agent.episodes", "4", "--agent.off-policy-episodes", "5"], "off-policy-episodes"),
     (["optimize", "--benchmark", "branin", "--dim", "5"], "--dim"),
     (["benchmark", "--methods", "earl-bo", "nope"], "nope"),
+    (["reproduce", "--smoke", "--task", "nope"], "--task"),
 ])
 def test_cli_bad_input_exits_2_and_writes_nothing(argv, needle, tmp_path, capsys):
     from earl_bo.cli import main
@@ -351,3 +352,28 @@ def test_objectives_known_optimum_and_shifted_box():
     assert not np.allclose(sh.bounds, obj.bounds * 10 / 32.768)  # moved
     assert ((sh.bounds[0] < 1.0) & (sh.bounds[1] > 1.0)).all()  # Levy's optimum x = 1 stays inside
     assert abs(sh.f(np.ones(5)) - sh.optimum) < 1e-9
+
+
+def test_reproduce_task_names_and_budgets():
+    from earl_bo.config import HPO_BUDGETS, TASKS
+    from earl_bo.reproduce import reproduce
+
+    assert TASKS == ("main", "hpo-digits")
+    with pytest.raises(EarlBoError, match="--task"):
+        reproduce(quick=False, smoke=True, out=Path("never"), seed=0, task="nope")
+    full = HPO_BUDGETS.full
+    assert full.benchmarks == ("hpo-digits-5",) and full.seeds >= 5 and "hpo-digits-5" in full.lookahead
+
+
+def test_cached_initial_values_are_used_and_change_nothing_when_right():
+    from earl_bo.reproduce import _init_job, _job
+
+    args = ("ackley-2", 3, 4, 0.2)
+    cache = _init_job(args)
+    assert len(cache) == 4
+    plain = _job(("ackley-2", "sobol", 3, 4, 2, {}, 0.2, None))
+    cached = _job(("ackley-2", "sobol", 3, 4, 2, {}, 0.2, cache))
+    assert plain["regret"] == cached["regret"]
+    # negative control: a wrong cached value is what the run sees (so the cache is really used)
+    wrong = [(x, y + 100.0) for x, y in cache]
+    assert _job(("ackley-2", "sobol", 3, 4, 2, {}, 0.2, wrong))["regret"][0] < plain["regret"][0] - 50

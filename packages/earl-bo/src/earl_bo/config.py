@@ -87,10 +87,12 @@ class Config:
 
     seeds: int = 5
     """Seeds (each seed: its own initial design, agent and imagined episodes; the same for every method)."""
-    benchmarks: tuple[str, ...] = ("ackley-5", "levy-5", "ackley-10")
+    benchmarks: tuple[str, ...] = ("ackley-5", "levy-5", "ackley-10", "levy-10")
     """Functions of the main comparison (name-dimension)."""
     ablation: tuple[str, ...] = ("ackley-5",)
     """Functions of the ablations (H = 1, no TuRBO stage) and of the 2-step lookahead baseline."""
+    lookahead: tuple[str, ...] = ()
+    """Further functions on which the 2-step lookahead baseline runs (without the ablations; d <= 5 only)."""
     init_per_dim: float = 1.0
     """Initial Sobol points per dimension (at least 4)."""
     budget: int = 8
@@ -101,23 +103,37 @@ class Config:
     """Dimensions of the time-per-iteration measurement."""
     timing_iters: int = 1
     """Timed iterations per method and dimension (empty timing_dims: only the conditioning speed-up)."""
-    ei_gps: int = 5
-    """Fixed GPs (one per seed) of the H = 1 vs EI-maximum check."""
+    ei_gps: int = 16
+    """Fixed GPs of the H = 1 vs EI-maximum check (GP i is fitted to Ackley-5 data of seed ``seed + i``)."""
+    ei_episodes: int = 96
+    """E of the H = 1 agent trained on each fixed GP (one-step episodes are cheap)."""
     agent: AgentConfig = cpu()
     """The agent (EARL-BO's settings)."""
     workers: int = 2
     """Worker processes of the benchmark jobs (one torch thread each)."""
 
     def __post_init__(self) -> None:
-        check_positive(self, "seeds", "budget", "timing_iters", "workers")
+        check_positive(self, "seeds", "budget", "timing_iters", "workers", "ei_gps", "ei_episodes")
         self.agent.check()
 
 
 BUDGETS = Budgets(
     smoke=Config(seeds=1, benchmarks=("branin-2",), ablation=(), budget=2, timing_dims=(), timing_iters=1, shift=0.0,
-                 ei_gps=1, workers=1,
+                 ei_gps=1, ei_episodes=8, workers=1,
                  agent=replace(cpu(), episodes=4, off_policy_episodes=2, update_every=2, horizon=2, pretrain_tasks=1)),
-    quick=Config(seeds=3, benchmarks=("ackley-5",), ablation=("ackley-5",), budget=5, timing_dims=(2, 5),
-                 timing_iters=1, ei_gps=3, agent=replace(cpu(), episodes=16, off_policy_episodes=8)),
+    quick=Config(seeds=3, benchmarks=("ackley-5",), ablation=("ackley-5",), budget=4, timing_dims=(5,),
+                 timing_iters=1, ei_gps=4, ei_episodes=32, agent=replace(cpu(), episodes=16, off_policy_episodes=8)),
     full=Config(),
 )
+"""The main run (``earl-bo reproduce``): Ackley and Levy at d = 5, 10, the ablations, the H = 1 check, timing."""
+
+HPO_BUDGETS = Budgets(
+    smoke=replace(BUDGETS.smoke, benchmarks=("hpo-digits-5",), ablation=(), lookahead=(), budget=1, init_per_dim=1.0),
+    quick=replace(BUDGETS.quick, benchmarks=("hpo-digits-5",), ablation=(), lookahead=(), budget=4, seeds=3),
+    full=Config(benchmarks=("hpo-digits-5",), ablation=(), lookahead=("hpo-digits-5",)),
+)
+"""``earl-bo reproduce --task hpo-digits``: tuning 5 hyper-parameters of HistGradientBoostingClassifier on sklearn's
+bundled digits (3-fold CV accuracy, about 1 s per evaluation on one thread), EARL-BO against Sobol, LogEI, TuRBO-1
+and the 2-step lookahead; too slow to share the main run's 8-minute budget."""
+TASKS = ("main", "hpo-digits")
+"""``reproduce --task``: the main run, or the HPO task alone."""
