@@ -460,3 +460,66 @@ def test_spectrum_only_law_equals_the_model_and_the_ring_lattice_spectrum_is_exa
         ring_lattice_spectrum(10, 3)
     with pytest.raises(SggmError, match=">= 0"):
         features_law_from_spectrum(np.array([-1.0, 0.0]), n_steps=5, T=1.0)
+
+
+# ------------------------------------------------------------------------------------------------ reproduce helpers
+def test_chains_for_tolerance_solves_the_bias_plus_variance_law():
+    from sggm.kl import chains_for_tolerance
+
+    M = np.array([125.0, 250.0, 500.0, 1000.0])
+    b, c = 8.0, 0.4  # rms² = b²/M² + c²/M
+    rms = np.sqrt(b**2 / M**2 + c**2 / M)
+    m_star = chains_for_tolerance(M, rms, 0.01)
+    assert b**2 / m_star**2 + c**2 / m_star == pytest.approx(1e-4, rel=1e-8)  # extrapolated beyond the ladder
+    # pure 1/√M noise: M* = c² / tol²
+    assert chains_for_tolerance(M, c / np.sqrt(M), 0.01) == pytest.approx(c**2 / 1e-4, rel=1e-8)
+    # negative control: ignoring the bias (reading the largest ladder point as pure 1/√M noise) gives another M
+    assert abs(rms[-1] ** 2 * M[-1] / 1e-4 - m_star) > 0.05 * m_star
+    with pytest.raises(SggmError, match="tolerance"):
+        chains_for_tolerance(M, rms, 0.0)
+    with pytest.raises(SggmError, match="same length"):
+        chains_for_tolerance(M[:1], rms[:1], 0.01)
+
+
+def test_reproduce_monte_carlo_kl_error_is_small_and_shrinks_with_chains():
+    from sggm.config import Config
+    from sggm.reproduce import _mc_kl_rel_err, _model, _run_mc
+
+    cfg = Config(n_features=10, n_steps=40)
+    m = _model(cfg, "powerlaw", 8, 0)
+    law = m.sampler_law(n_steps=cfg.n_steps, T=cfg.T, t_min=cfg.t_min)
+    X, secs = _run_mc(m, cfg, 2000, 1)
+    assert secs > 0 and X.shape == (2000, 8, 10)
+    err = [abs(_mc_kl_rel_err(m, law, X[:k])) for k in (2000,)]
+    assert err[0] < 0.05
+    # negative control: a Monte Carlo of another sampler (N = 10 steps) misses the N = 40 law by far more
+    X10, _ = _run_mc(m, Config(n_features=10, n_steps=10), 2000, 1)
+    assert abs(_mc_kl_rel_err(m, law, X10)) > 5 * err[0]
+
+
+def test_exact_feature_score_module_equals_the_model_score_per_row_time():
+    import torch
+    from sggm.reproduce import _exact_feature_score
+    from sggm.score_net import validation_loss
+
+    m = GaussianGraphModel(paradigm="features", graph=powerlaw_graph(9, 2, seed=1), n_features=3, alpha=1.3)
+    X0, A0 = m.sample_data(256, seed=0)
+    net = _exact_feature_score(m)
+    t = torch.tensor([0.01, 0.5, 2.0, 7.0], dtype=torch.float64)
+    X = torch.tensor(np.random.default_rng(0).standard_normal((4, 9, 3)))
+    sx, sa = net(X, None, t)
+    assert sa is None
+    for i in range(4):
+        np.testing.assert_allclose(sx[i].numpy(), m.score_x(X[i].numpy(), None, float(t[i])), rtol=1e-10)
+    # its held-out DSM loss is the floor: a perturbed score scores worse on the same draws (negative control)
+    exact = validation_loss(net, X0, A0, generate="X", T=4.0, t_min=1e-3, seed=0)
+
+    class Perturbed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.sde_x, self.sde_a = m.sde_x, m.sde_a
+
+        def forward(self, X, A, t, heads="x"):
+            return net(X, A, t)[0] * 1.2, None
+
+    assert exact < validation_loss(Perturbed(), X0, A0, generate="X", T=4.0, t_min=1e-3, seed=0)

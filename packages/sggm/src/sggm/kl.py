@@ -8,6 +8,8 @@ compare graphs of different size ("per entry").
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import linalg as sla
 
@@ -69,3 +71,29 @@ def monte_carlo_kl(samples: np.ndarray, mean, cov, *, direction: str = "sampler|
     if direction == "data||sampler":
         return gaussian_kl(mean, cov, m, c)
     raise SggmError(f"direction must be 'sampler||data' or 'data||sampler', got {direction!r}")
+
+
+def chains_for_tolerance(chains, rms_error, tolerance: float) -> float:
+    """Chains M at which a plug-in Monte-Carlo estimate's RMS relative error reaches ``tolerance``.
+
+    From errors measured at a ladder of chain counts ``chains [K]`` (``rms_error [K]``, K >= 2): least-squares fit,
+    in relative residuals, of ``rms² = b²/M² + c²/M`` with ``b², c² >= 0`` (a plug-in KL's bias falls like 1/M, its
+    standard deviation like 1/√M), solved for ``b²/M² + c²/M = tolerance²``. Beyond the ladder it extrapolates.
+    """
+    from scipy.optimize import nnls
+
+    m = np.asarray(chains, dtype=np.float64).reshape(-1)
+    r = np.asarray(rms_error, dtype=np.float64).reshape(-1)
+    if m.shape != r.shape or m.size < 2:
+        raise SggmError(f"chains and rms_error need the same length >= 2, got {m.shape} and {r.shape}")
+    if not (np.isfinite(m).all() and np.isfinite(r).all()) or (m <= 0).any() or (r <= 0).any():
+        raise SggmError("chains and rms_error must be finite and > 0")
+    if not (math.isfinite(tolerance) and tolerance > 0):
+        raise SggmError(f"tolerance must be > 0, got {tolerance}")
+    design = np.stack([1.0 / m**2, 1.0 / m], axis=1) / (r**2)[:, None]  # [K, 2], rows scaled: relative residuals
+    (b2, c2), _ = nnls(design, np.ones_like(m))
+    tol2 = tolerance**2
+    if b2 <= 0 and c2 <= 0:
+        raise SggmError("the errors do not fall with the number of chains: no fit")
+    x = tol2 / c2 if b2 <= 0 else (-c2 + math.sqrt(c2**2 + 4.0 * b2 * tol2)) / (2.0 * b2)  # x = 1/M
+    return 1.0 / x
