@@ -95,5 +95,5 @@ def chains_for_tolerance(chains, rms_error, tolerance: float) -> float:
     tol2 = tolerance**2
     if b2 <= 0 and c2 <= 0:
         raise SggmError("the errors do not fall with the number of chains: no fit")
-    x = tol2 / c2 if b2 <= 0 else (-c2 + math.sqrt(c2**2 + 4.0 * b2 * tol2)) / (2.0 * b2)  # x = 1/M
+    x = 2.0 * tol2 / (c2 + math.sqrt(c2**2 + 4.0 * b2 * tol2))  # x = 1/M, the positive root (no cancellation)
     return 1.0 / x
