@@ -313,7 +313,7 @@ def test_forgetting_and_bwt_on_a_hand_made_matrix():
 @pytest.mark.parametrize("field, value", [("tau", 1.5), ("fallback_alpha", 1.0), ("fixed_alpha", 0.0),
                                           ("steps", 0), ("lr", float("nan")), ("n_train", 0),
                                           ("alpha_grid", (0.01, 1.0)), ("fixed_lr_grid", (0.0,)),
-                                          ("tune_tasks", -1)])
+                                          ("tune_tasks", -1), ("tune_extend", -1), ("tune_extend", 1.5)])
 def test_bad_config_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         Config(**{field: value})
@@ -409,3 +409,32 @@ def test_readme_python_quickstart_runs():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         exec(compile(blocks[0], "README.md", "exec"), {"__name__": "__readme__"})
+
+
+def test_encoding_cache_returns_the_same_tensors_and_keys_on_the_text():
+    from icml25.testbeds.lm import build_tokenizer, encode_examples
+    from lcia.continual import _encoded
+    from lcia.data import make_task
+
+    tok = build_tokenizer()
+    a = make_task("add", 16, seed=0, n_eval=2).train
+    b = make_task("reverse", 16, seed=0, n_eval=2).train
+    ref = encode_examples(tok, list(a))
+    first = _encoded(tok, a)
+    assert _encoded(tok, list(a)) is first  # a copy of the same examples hits the cache
+    for k, v in ref.items():
+        assert torch.equal(first[k], v), k
+    other = _encoded(tok, b)  # control: other examples are encoded anew, not served from the cache
+    assert other is not first and not torch.equal(other["input_ids"][:, :4], first["input_ids"][:, :4])
+
+
+def test_clip_option_row_and_reproduce_tasks():
+    from lcia.config import BUDGETS, LARGER_BUDGETS
+    from lcia.reproduce import TUNED, _row_cfg, reproduce
+
+    cfg = Config()
+    assert _row_cfg(cfg, "dema_clip").clip_alpha and not _row_cfg(cfg, "dema").clip_alpha
+    assert "dema_clip" in TUNED  # the option row is tuned alike
+    assert LARGER_BUDGETS.full.hidden_size > BUDGETS.full.hidden_size
+    with pytest.raises(LciaError, match="task must be one of"):
+        reproduce(quick=False, smoke=True, out=Path("unused"), seed=0, task="bogus")

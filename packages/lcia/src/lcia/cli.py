@@ -137,11 +137,36 @@ def evaluate_command(opts: EvaluateOptions) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class LciaReproduceOptions(ReproduceOptions):
+    """Run LCIA and its baselines side by side and measure the paper's claims (a fixed CPU-scale protocol, so there
+    is no ``--device``)."""
+
+    task: Literal["main", "larger"] = "main"
+    """'main': every claim on the tiny Llama (the committed full run); 'larger': the same stream and claims on a
+    wider test-bed Llama (hidden 192, 2 layers, 3 seeds; its pre-training is cached after the first run)."""
+
+
+def reproduce_cmd(opts: LciaReproduceOptions) -> int:
+    if opts.task == "main":
+        return reproduce_command(METHOD)(opts)
+    from icml25.cli_helpers import run_reproduce
+    from icml25.registry import default_out
+
+    from lcia.reproduce import reproduce
+
+    method = replace(METHOD, reproduce=lambda **kw: reproduce(task=opts.task, **kw))
+    out = opts.out if opts.out is not None else default_out(METHOD.name)
+    run_reproduce(method, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed, overwrite=opts.overwrite,
+                  quiet=opts.quiet)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     return method_main(METHOD, {
         "train": (TrainOptions, train_command),
         "evaluate": (EvaluateOptions, evaluate_command),
-        "reproduce": (ReproduceOptions, reproduce_command(METHOD)),
+        "reproduce": (LciaReproduceOptions, reproduce_cmd),
     }, argv=argv)
 
 

@@ -51,6 +51,9 @@ class Config:
     """Fixed-EMA α values tried on the validation split (each in (0, 1))."""
     tune_tasks: int = 0
     """Leading tasks of the stream used for tuning (on their validation split; 0 = the whole stream)."""
+    tune_extend: int = 0
+    """Rounds of grid extension for a knob chosen at the edge of its grid (``icml25.tuning``'s ``extend``: one more
+    value beyond the edge per round, the other knobs held at their chosen values, until the choice is interior)."""
     # ---- DEMA
     fallback_alpha: float = 0.01
     """α used when the DEMA closed form does not apply (0.01 = stable EMA β 0.99, the paper's and code's)."""
@@ -108,8 +111,10 @@ class Config:
             if n_fixed != len(self.lr_grid):
                 raise LciaError(f"fixed_lr_grid × alpha_grid must have as many points as lr_grid ({len(self.lr_grid)}),"
                                 f" got {n_fixed}")
-        if isinstance(self.tune_tasks, bool) or not isinstance(self.tune_tasks, int) or self.tune_tasks < 0:
-            raise LciaError(f"tune_tasks must be an integer >= 0, got {self.tune_tasks!r}")
+        for name in ("tune_tasks", "tune_extend"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise LciaError(f"{name} must be an integer >= 0, got {v!r}")
         for name in ("fallback_alpha", "fixed_alpha"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < float(v) < 1.0:
@@ -135,9 +140,28 @@ def cpu() -> Config:
 BUDGETS = Budgets(
     smoke=replace(cpu(), tasks=("add", "reverse", "sum"), n_train=64, n_eval=8, steps=2, batch_size=8,
                   pretrain_steps=20, hidden_size=32, num_layers=1, lr_grid=(1e-3, 3e-3), fixed_lr_grid=(3e-3,),
-                  alpha_grid=(0.01, 0.05), seeds=1),
-    quick=replace(cpu(), tasks=("add", "sum", "subtract"), n_eval=24, steps=12, lr_grid=(5e-3, 2e-2),
-                  fixed_lr_grid=(1e-2,), alpha_grid=(0.01, 0.05), seeds=3),
-    full=replace(cpu(), lr_grid=(2e-3, 5e-3, 1e-2, 2e-2), fixed_lr_grid=(5e-3, 2e-2), alpha_grid=(0.01, 0.05),
-                 tune_tasks=4, seeds=5),
+                  alpha_grid=(0.01, 0.05), tune_extend=1, seeds=1),
+    # quick (about a minute): the sub-stream add -> sum (retrains add's group) -> subtract, 8 steps of 8 per task; the
+    # one-digit arithmetic tasks draw from 100 operand pairs, so 200 training examples lose nothing; 2-point grids,
+    # not extended, tuned on add -> sum (the retrain stage)
+    quick=replace(cpu(), tasks=("add", "sum", "subtract"), n_train=200, n_eval=16, steps=8, batch_size=8,
+                  lr_grid=(5e-3, 2e-2),
+                  fixed_lr_grid=(1e-2,), alpha_grid=(0.01, 0.05), tune_tasks=2, seeds=3),
+    # full: 4-point grids for every method (the fixed EMA: 2 lr x 2 alpha), each knob chosen at an edge extended
+    # by up to 2 more values on the validation split
+    full=replace(cpu(), lr_grid=(1e-3, 2e-3, 5e-3, 1e-2), fixed_lr_grid=(2e-3, 5e-3), alpha_grid=(0.01, 0.03),
+                 tune_tasks=4, tune_extend=2, seeds=5),
+)
+
+#: reproduce tasks: ``main`` (every claim, the committed full run) and ``larger`` (the same stream and claims on a
+#: wider test-bed Llama, to see DEMA's alpha, cost and forgetting at larger LoRA tensors)
+TASKS = ("main", "larger")
+
+LARGER_BUDGETS = Budgets(
+    smoke=replace(BUDGETS.smoke, hidden_size=48),
+    quick=replace(BUDGETS.quick, hidden_size=192, num_layers=2, pretrain_steps=500),
+    # hidden 192 (LoRA A/B of 1,536 and 6,144 elements against 768 and 3,072 in the main run), 2 layers, 3 seeds,
+    # 2-point grids: what fits in about 10 minutes on 2 cores with the base model's pre-training cached
+    full=replace(cpu(), hidden_size=192, num_layers=2, pretrain_steps=500, lr_grid=(2e-3, 5e-3),
+                 fixed_lr_grid=(5e-3,), alpha_grid=(0.01, 0.03), tune_tasks=4, tune_extend=0, seeds=3),
 )

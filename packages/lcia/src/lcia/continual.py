@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,6 +90,32 @@ def _context(model: Any) -> int | None:
     return getattr(getattr(model, "config", None), "max_position_embeddings", None)
 
 
+def _fingerprint(examples: Sequence[Example]) -> tuple[tuple[str, str], ...]:
+    return tuple((e.prompt, e.answer) for e in examples)
+
+
+#: (tokenizer id, examples' prompts and answers) -> (tokenizer, encoded tensors); a few entries, least recent dropped.
+#: Every method of a seed trains on the same task lists, so each list is tokenized once instead of once per method.
+_ENCODED: OrderedDict[tuple[int, tuple], tuple[Any, dict]] = OrderedDict()
+_ENCODED_MAX = 32
+#: tasks already checked against a context limit: (tokenizer id, limit, task name, examples) -> tokenizer
+_FITS: OrderedDict[tuple, Any] = OrderedDict()
+
+
+def _encoded(tokenizer: Any, examples: Sequence[Example]) -> dict:
+    """``encode_examples(tokenizer, examples)``, memoised on the examples' exact text (the tensors are only read)."""
+    key = (id(tokenizer), _fingerprint(examples))
+    hit = _ENCODED.get(key)
+    if hit is not None and hit[0] is tokenizer:
+        _ENCODED.move_to_end(key)
+        return hit[1]
+    data = encode_examples(tokenizer, list(examples))
+    _ENCODED[key] = (tokenizer, data)
+    while len(_ENCODED) > _ENCODED_MAX:
+        _ENCODED.popitem(last=False)
+    return data
+
+
 def check_fits(tasks: Sequence[Task], model: Any, tokenizer: Any) -> None:
     """Every ``<s> prompt answer </s>`` of every task must fit the model's context (clear error otherwise)."""
     limit = _context(model)
@@ -96,11 +123,17 @@ def check_fits(tasks: Sequence[Task], model: Any, tokenizer: Any) -> None:
     if limit is None:
         return
     for t in tasks:
+        key = (id(tokenizer), limit, t.name, _fingerprint(t.train + t.val + t.test))
+        if _FITS.get(key) is tokenizer:
+            continue
         for ex in t.train + t.val + t.test:
             n = len(tokenizer(ex.prompt + ex.answer, add_special_tokens=False)["input_ids"]) + 2
             if n > limit:
                 raise LciaError(f"task {t.name!r}: prompt {ex.prompt[:40]!r} needs {n} positions but the model's "
                                 f"context is {limit}; shorten the prompts")
+        _FITS[key] = tokenizer
+        while len(_FITS) > _ENCODED_MAX:
+            _FITS.popitem(last=False)
 
 
 # ------------------------------------------------------------------------------------------------ training
@@ -114,7 +147,7 @@ def train_steps(model: Any, tokenizer: Any, examples: Sequence[Example], *, step
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise LciaError("the model has no trainable tensors")
-    data = encode_examples(tokenizer, list(examples))
+    data = _encoded(tokenizer, examples)
     lengths = data["attention_mask"].sum(1)
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(int(seed))

@@ -27,13 +27,23 @@ from lcia.data import default_stream, designed_truth, template_of
 from lcia.metrics import average_accuracy, bwt, forgetting
 
 LABEL = {"sequential": "sequential LoRA", "fixed_ema": "+ fixed EMA 0.99", "dema": "+ DEMA (no grouping)",
+         "dema_clip": "+ DEMA, alpha >= 1 clipped to 1 (option)",
          "lcia": "LCIA (DEMA + grouping)", "joint": "joint multitask (reference)",
          "oracle": "adapter per task, oracle routing (reference)"}
+#: the learner each row runs (the clip_alpha option row is DEMA without grouping with ``clip_alpha=True``)
+RUNS_AS = {"dema_clip": "dema"}
 PAPER_HEADLINE = "LLaVA-7B on CoIN: forgetting 5.42 (LoRA baseline) -> 1.93 (LCIA), paper abstract"
 PAPER_ABLATION = "Table 6 ablation rows LoRA / stable EMA / dynamic EMA / + grouping (numbers not in our notes)"
 
 
-TUNED = ("sequential", "fixed_ema", "dema", "lcia", "joint")
+TUNED = ("sequential", "fixed_ema", "dema", "dema_clip", "lcia", "joint")
+CONTINUAL_ROWS = ("sequential", "fixed_ema", "dema", "dema_clip", "lcia")
+DEMA_ROWS = ("dema", "dema_clip", "lcia")
+
+
+def _row_cfg(cfg: Config, m: str) -> Config:
+    """The config of row ``m``: the clip_alpha option row maps alpha >= 1 to 1 (``clip_alpha=True``)."""
+    return replace(cfg, clip_alpha=True) if m == "dema_clip" else cfg
 
 
 def _tune(cfg: Config, base, tok, seed: int) -> tuple[dict[str, Config], Section, dict[str, str]]:
@@ -50,24 +60,35 @@ def _tune(cfg: Config, base, tok, seed: int) -> tuple[dict[str, Config], Section
     names = cfg.tasks[:cfg.tune_tasks] if cfg.tune_tasks else cfg.tasks
     tasks = default_stream(cfg.n_train, seed=seed, n_eval=cfg.n_eval, tasks=names)
 
-    def score(method):
+    def score(m):
         def f(p):
-            c = replace(cfg, lr=float(p["lr"]), fixed_alpha=float(p.get("alpha", cfg.fixed_alpha)))
+            c = replace(_row_cfg(cfg, m), lr=float(p["lr"]), fixed_alpha=float(p.get("alpha", cfg.fixed_alpha)))
+            method = RUNS_AS.get(m, m)
             r = run_stream(base, tok, tasks, c, method=method, seed=seed, split="val", final_only=True)
             return float(np.mean(r["final"] if method == "joint" else r["acc"][-1]))  # final-stage Avg
         return f
 
     grid = {"lr": list(cfg.lr_grid)}
     fixed_grid = {"lr": list(cfg.fixed_lr_grid or cfg.lr_grid), "alpha": list(cfg.alpha_grid or (cfg.fixed_alpha,))}
-    sel = tune_alike({m: (score(m), fixed_grid if m == "fixed_ema" else grid) for m in TUNED})
+    sel = tune_alike({m: (score(m), fixed_grid if m == "fixed_ema" else grid) for m in TUNED},
+                     extend=cfg.tune_extend)
     cols, rows = selections_table(sel)
     sec.table(f"Hyper-parameters chosen on the validation split (final-stage Avg over {len(names)} tasks, one seed)",
               ["method" if c == "name" else c for c in cols],
               [[LABEL.get(r[0], r[0]), *r[1:]] for r in rows])
+    trows = []
+    for m, s_ in sel.items():
+        for i, t in enumerate(s_.trials):
+            trows.append([LABEL[m], ", ".join(f"{k}={v:g}" for k, v in t["params"].items()),
+                          "diverged" if t["score"] is None else f"{t['score']:.3f}",
+                          "grid" if i < s_.grid_size else "extension",
+                          "yes" if t["params"] == s_.params else ""])
+    sec.table("Every tuning trial (validation final-stage Avg; extension = a value added beyond the chosen edge)",
+              ["method", "params", "validation score", "from", "chosen"], trows)
     sec.notes.append("tuning: " + "; ".join(s.note() for s in sel.values())
                      + "; the oracle reference uses LCIA's choice")
-    cfgs = {m: replace(cfg, lr=float(s.params["lr"]), fixed_alpha=float(s.params.get("alpha", cfg.fixed_alpha)))
-            for m, s in sel.items()}
+    cfgs = {m: replace(_row_cfg(cfg, m), lr=float(s.params["lr"]),
+                       fixed_alpha=float(s.params.get("alpha", cfg.fixed_alpha))) for m, s in sel.items()}
     cfgs["oracle"] = cfgs["lcia"]
     edges = {m: s.note() for m, s in sel.items() if s.at_edge}
     return cfgs, sec, edges
@@ -85,7 +106,7 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
         sec.tables.update(tsec.tables)
         sec.notes += tsec.notes
     else:
-        cfgs, edges = {m: cfg for m in LABEL}, {}
+        cfgs, edges = {m: _row_cfg(cfg, m) for m in LABEL}, {}
         sec.notes.append(f"hyper-parameters not tuned in this budget: lr={cfg.lr:g} for every method")
     sec.notes.append(f"tuning took {time.perf_counter() - t_tune:.1f} s")
 
@@ -93,14 +114,14 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
         return "; ".join(f"{LABEL[m]}: lr={cfgs[m].lr:g}" + (f", alpha={cfgs[m].fixed_alpha:g}" if m == "fixed_ema"
                                                                 else "") + (" (EDGE of its grid)" if m in edges
                                                                             else "") for m in ms)
-    methods = ("sequential", "fixed_ema", "dema", "lcia")
+    methods = CONTINUAL_ROWS
     avg = {m: [] for m in (*methods, "joint", "oracle")}
     forg = {m: [] for m in methods}
     bw = {m: [] for m in methods}
     mats = {m: [] for m in methods}
-    fallback = {"fixed_ema": [], "dema": [], "lcia": []}
-    by_numel: dict[str, dict[int, dict[str, int]]] = {"dema": {}, "lcia": {}}
-    alphas: dict[str, list[float]] = {"dema": [], "lcia": []}
+    fallback = {m: [] for m in ("fixed_ema", *DEMA_ROWS)}
+    by_numel: dict[str, dict[int, dict[str, int]]] = {m: {} for m in DEMA_ROWS}
+    alphas: dict[str, list[float]] = {m: [] for m in DEMA_ROWS}
     decisions_ok, routing_acc, isolated = [], [], []
     seconds = {m: 0.0 for m in avg}
     truth_groups, truth_decisions = designed_truth(cfg.tasks)
@@ -108,7 +129,7 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
         tasks = default_stream(cfg.n_train, seed=s, n_eval=cfg.n_eval, tasks=cfg.tasks)
         for m in methods:
             t0 = time.perf_counter()
-            r = run_stream(base, tok, tasks, cfgs[m], method=m, seed=s)
+            r = run_stream(base, tok, tasks, cfgs[m], method=RUNS_AS.get(m, m), seed=s)
             seconds[m] += time.perf_counter() - t0
             A = r["acc"]
             mats[m].append(A)
@@ -194,21 +215,25 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
         paper="audit of the official code: at small tensor sizes the 0.01 fallback fires on most steps",
         note="fallback share by tensor size: " + ", ".join(f"{k} elements {v:.2f}" for k, v in size_share.items())
              + f"; LCIA's retrain stages: {np.nanmean(fallback['lcia']):.3f}"))
-    reasons = ("formula", "out_of_range", "first_step", "zero_product", "no_grad", "nonfinite")
+    reasons = ("formula", "out_of_range", "clipped", "first_step", "zero_product", "no_grad", "nonfinite")
     arows = []
-    for m in ("dema", "lcia"):
+    for m in DEMA_ROWS:
         for k, c in by_numel[m].items():
             tot = max(1, sum(c.values()))
             arows.append([LABEL[m], str(k), str(tot), *[f"{c.get(r, 0) / tot:.3f}" for r in reasons]])
     sec.table("Where DEMA's alpha comes from, by tensor size (share of tensor updates, all seeds; out_of_range = the "
-              "closed form gave alpha >= 1 or <= 0 and 0.01 was used)",
+              "closed form gave alpha >= 1 or <= 0 and 0.01 was used; clipped = alpha >= 1 used as 1, the option row)",
               ["method", "tensor numel", "updates", *reasons], arows)
     qs = (0.05, 0.25, 0.5, 0.75, 0.95)
     sec.table("alpha of the updates that used the closed form (quantiles, all seeds)",
               ["method", "n", *[f"q{int(q * 100)}" for q in qs]],
               [[LABEL[m], str(len(alphas[m])), *[f"{v:.3g}" for v in (np.quantile(alphas[m], qs) if alphas[m]
                                                                    else [float("nan")] * len(qs))]]
-               for m in ("dema", "lcia")])
+               for m in DEMA_ROWS])
+    sec.table("The clip_alpha option row against the official rule (alpha >= 1 -> 0.01) and the fixed EMA: paired "
+              "differences over seeds (option minus other; a one-sided paired t-test per direction, 5 %)",
+              ["metric", "vs", "option", "other", "difference", "verdict (option better)"],
+              _option_rows(avg, forg, bw))
     try:
         _alpha_png(alphas, by_numel, Path(out) / "alpha.png")
         sec.figures.append("alpha.png")
@@ -216,7 +241,7 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
         sec.notes.append(f"alpha figure not written: {exc}")
 
     rows = []
-    for m in ("sequential", "fixed_ema", "dema", "lcia", "joint", "oracle"):
+    for m in (*CONTINUAL_ROWS, "joint", "oracle"):
         f = forg.get(m)
         b = bw.get(m)
         rows.append([LABEL[m], f"{np.mean(avg[m]):.3f} ± {np.std(avg[m], ddof=1) if n > 1 else 0:.3f}",
@@ -248,6 +273,22 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
     except Exception as exc:  # pragma: no cover - plotting must not lose the measurements
         sec.notes.append(f"figures not written: {exc}")
     return sec
+
+
+def _option_rows(avg: dict, forg: dict, bw: dict) -> list[list[str]]:
+    """Measured rows (not claims) for the non-official clip_alpha option: Avg, forgetting and BWT against the
+    official rule and the fixed EMA, each a paired comparison over the same seeds."""
+    from icml25.stats import verdict
+
+    rows = []
+    for metric, vals, hib in (("Avg", avg, True), ("forgetting", forg, False), ("BWT", bw, True)):
+        for other in ("dema", "fixed_ema"):
+            o, b = vals["dema_clip"], vals[other]
+            v = verdict(o, b, higher_is_better=hib, paired=True)
+            p = "" if v.p_value is None else f" (p={v.p_value:.2g})"
+            rows.append([metric, LABEL[other], f"{np.mean(o):.3f}", f"{np.mean(b):.3f}",
+                         f"{np.mean(o) - np.mean(b):+.3f}", v.verdict + p])
+    return rows
 
 
 def _alpha_png(alphas: dict, by_numel: dict, path: Path) -> None:
@@ -334,5 +375,14 @@ def cost(cfg: Config, seeds: list[int], out: Path) -> Section:
 EXPERIMENTS = [continual_stream, cost]
 
 
-def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
-    return run_experiments("lcia", EXPERIMENTS, BUDGETS, quick=quick, smoke=smoke, out=out, seed=seed)
+def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int, task: str = "main") -> Report:
+    """``task="main"``: every claim on the tiny Llama (the committed full run); ``"larger"``: the same experiments
+    on a wider test-bed Llama (:data:`lcia.config.LARGER_BUDGETS`)."""
+    from lcia.config import LARGER_BUDGETS, TASKS
+    from lcia.errors import LciaError
+
+    if task not in TASKS:
+        raise LciaError(f"task must be one of {list(TASKS)}, got {task!r}")
+    budgets = BUDGETS if task == "main" else LARGER_BUDGETS
+    title = "" if task == "main" else "larger test-bed Llama (hidden 192, 2 layers)"
+    return run_experiments("lcia", EXPERIMENTS, budgets, quick=quick, smoke=smoke, out=out, seed=seed, title=title)
