@@ -101,46 +101,66 @@ def test_lr_selection_is_alike_picks_the_best_validation_accuracy_skips_diverged
     from dataclasses import replace
 
     import lift.reproduce as R
+    from lift.config import BUDGETS
     from torch import nn
 
-    def fake_run(method, lr, seed, cfg, env, *, with_val, progress, filter_rank=None):
+    def fake_run(method, params, seed, cfg, env, *, with_val, progress, filter_rank=None):
+        lr = params["lr"]
         if method == "lift" and lr > 0.02:
             raise FloatingPointError("diverged")
         if method == "lift":
             score = {1e-3: 0.2, 3e-3: 0.5, 9e-3: 0.4}.get(round(lr, 6), 0.1)
-        else:  # lora: better and better up the grid, worse beyond it
+            score += 0.01 * (params["update_interval"] == 10)
+        else:  # lora: better and better up the lr grid, worse beyond it; alpha 4 r_b better than 2 r_b
             score = {1e-3: 0.1, 3e-3: 0.2, 9e-3: 0.3, 2.7e-2: 0.4}.get(round(lr, 6), 0.35)
-        return {"lr": lr, "seed": seed, "target": score, "val": score, "val_token": 0.0, "source": 0.0,
-                "source_token": 0.0, "retention": 0.0, "retention_token": 0.0, "state_floats": 2, "trainable": 1,
-                "bytes": 1, "step_s": 0.1, "losses": [1.0], "mask_updates": 0}
+            score += 0.01 * (params["lora_alpha"] == 8.0)
+        return {"lr": lr, "params": dict(params), "seed": seed, "target": score, "val": score, "val_token": 0.0,
+                "source": 0.0, "source_token": 0.0, "retention": 0.0, "retention_token": 0.0, "state_floats": 2,
+                "trainable": 1, "bytes": 1, "step_s": 0.1, "losses": [1.0], "mask_updates": 0}
 
     monkeypatch.setattr(R, "_one_run", fake_run)
     monkeypatch.setattr(R, "_setup", lambda cfg: {"base": nn.Sequential(nn.Linear(4, 3)), "tok": None, "evals": {},
                                                   "befores": {"source": 1.0, "source_token": 1.0, "target": 0.0,
                                                               "source_generated": 1.0}})
     monkeypatch.setattr(R, "LR_CENTRES", {"lift": 3e-3, "lora": 3e-3})
-    cfg = replace(R.BUDGETS.smoke, methods=("lift", "lora"), lr_grid=(1 / 3, 1.0, 3.0, 9.0), extend=1)
+    cfg = replace(BUDGETS.smoke, methods=("lift", "lora"), lr_grid=(1 / 3, 1.0, 3.0, 9.0), extend=1,
+                  update_intervals=(10, 30), lora_alphas=(1.0, 2.0), budget_rank=4, workers=1)
     res = R.run_methods(cfg, [0, 1], progress=False)
     assert res["methods"]["lift"]["lr"] == [3e-3, 3e-3]  # chosen on seed 0, reused for seed 1
+    assert res["methods"]["lift"]["params"][1] == {"lr": 3e-3, "update_interval": 10}
     assert res["methods"]["lift"]["seed"] == [0, 1]
-    assert res["diverged"] == [{"method": "lift", "lr": 3e-3 * 9.0}]
+    assert {(d["method"], d["lr"]) for d in res["diverged"]} == {("lift", 3e-3 * 9.0)}
     sel = res["selections"]
-    assert not sel["lift"].at_edge and sel["lift"].grid_size == sel["lora"].grid_size == 4
-    # lora's best is the top of its grid: the grid is extended once (8.1e-2 scores lower), the edge is flagged
+    assert sel["lift"].grid_size == sel["lora"].grid_size == 8  # 4 lr x 2 second-knob values each
+    # lift: interior lr; its interval 10 was the lowest of 2, so the grid was extended once below it (10/3 scores
+    # lower), which makes 10 interior
+    assert sel["lift"].at_edge == [] and min(sel["lift"].grid["update_interval"]) == pytest.approx(10 / 3)
+    # lora's best lr is the top of its grid: extended once (8.1e-2 scores lower); alpha at its top: extended to 16
     assert res["methods"]["lora"]["lr"][0] == pytest.approx(2.7e-2)
-    assert [r["lr"] for r in res["grid"]["lora"]] == pytest.approx([1e-3, 3e-3, 9e-3, 2.7e-2, 8.1e-2])
-    assert sel["lora"].at_edge == [] and "grid" in sel["lora"].note()
+    assert res["methods"]["lora"]["params"][0]["lora_alpha"] == 8.0
+    lrs = sorted({r["lr"] for r in res["grid"]["lora"]})
+    assert lrs == pytest.approx([1e-3, 3e-3, 9e-3, 2.7e-2, 8.1e-2])
+    assert sorted({r["params"]["lora_alpha"] for r in res["grid"]["lora"]}) == [4.0, 8.0, 16.0]
+    assert sel["lora"].at_edge == [] and "+2 from extending" in sel["lora"].note()  # extensions scored lower
 
 
-def test_lr_grids_have_the_same_size_for_every_method():
+def test_tuning_grids_have_the_same_size_for_every_method():
     import lift.reproduce as R
+    from icml25.tuning import grid_size
+    from lift.config import BUDGETS, TASK_BUDGETS
 
-    for cfg in (R.BUDGETS.full, R.BUDGETS.quick, R.BUDGETS.smoke):
-        assert len({len(R.lr_grid(m, cfg)) for m in cfg.methods}) == 1
-        assert "lift" in cfg.methods and "full_ft" in cfg.methods
-    assert R.BUDGETS.full.seeds >= 5 and R.BUDGETS.quick.seeds == 3
-    assert len(R.BUDGETS.full.lr_grid) >= 3 and R.BUDGETS.full.extend >= 1  # bracketed: an interior optimum
-    assert set(R.BUDGETS.full.sweep_ranks) >= {1, 2, 4, 8, 16, 32, 0}
+    for budgets in TASK_BUDGETS.values():
+        for cfg in (budgets.full, budgets.quick, budgets.smoke):
+            assert len({grid_size(R.tuning_grid(m, cfg)) for m in cfg.methods}) == 1
+            assert "lift" in cfg.methods and "full_ft" in cfg.methods
+    full = BUDGETS.full
+    assert full.seeds >= 5 and BUDGETS.quick.seeds == 3 and TASK_BUDGETS["sub"].full.seeds >= 5
+    assert len(full.lr_grid) >= 3 and full.extend >= 1  # bracketed: an interior optimum
+    assert set(full.sweep_ranks) >= {1, 2, 4, 8, 16, 32, 0}
+    # LoRA's rank is fixed by the equal trainable count (r = r_b); its alpha is tuned with the lr, as LIFT's interval
+    assert set(R.tuning_grid("lora", full)) == {"lr", "lora_alpha"}
+    assert set(R.tuning_grid("lift", full)) == {"lr", "update_interval"}
+    assert set(R.tuning_grid("full_ft", full)) == {"lr"}
 
 
 def test_retention_at_matched_accuracy_interpolates_along_the_lr_curve():
@@ -168,3 +188,23 @@ def test_teacher_forced_exact_match_equals_greedy_generation_exact_match(tok):
     assert 0.0 < gen < 1.0  # partly trained: the comparison is not trivial
     assert sc["exact"] == gen
     assert sc["token"] > sc["exact"]  # negative control: the graded token accuracy is a different number
+
+
+def test_parallel_runs_equal_sequential_runs():
+    """run_many in 2 forked workers gives the same numbers as in this process (every run seeds itself and uses one
+    thread); negative control: another seed gives other losses."""
+    from dataclasses import replace
+
+    import lift.reproduce as R
+    from lift.config import BUDGETS
+
+    cfg = replace(BUDGETS.smoke, workers=1)
+    jobs = [{"method": m, "params": {"lr": 3e-3}, "seed": s} for m, s in (("lift", 0), ("full_ft", 0), ("lift", 1))]
+    try:
+        seq = R.run_many(jobs, cfg)
+        par = R.run_many(jobs, replace(cfg, workers=2))
+    finally:
+        R._CACHE.clear()
+    for a, b in zip(seq, par):
+        assert a["losses"] == b["losses"] and a["target"] == b["target"] and a["seed"] == b["seed"]
+    assert seq[0]["losses"] != seq[2]["losses"]  # negative control: the seed matters

@@ -1,4 +1,4 @@
-"""Command line of lift: ``lift train``, ``lift evaluate``, ``lift reproduce [--quick]``.
+"""Command line of lift: ``lift train``, ``lift evaluate``, ``lift reproduce [--quick] [--task main|sub]``.
 
 ``--model`` is ``tiny`` (the offline tiny Llama pretrained on 2-digit addition, cached), a local
 ``save_pretrained`` folder, or a Hugging Face model id (needs the network).
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, run_reproduce
 
 from lift.registry import METHOD
 
@@ -176,6 +176,34 @@ def evaluate(cfg: EvaluateConfig) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class LiftReproduceOptions(ReproduceOptions):
+    """Run LIFT and its baselines side by side and measure the paper's claims."""
+
+    task: Literal["main", "sub"] = "main"
+    """main: multiplication target, methods tuned alike, rank sweep, memory (the committed full run); sub: 2-digit
+    subtraction target (a task the tiny model learns: 200 steps), Full FT / LoRA / LIFT tuned alike, 5 seeds."""
+
+
+def reproduce_command(opts: LiftReproduceOptions) -> int:
+    from icml25.registry import default_out
+
+    out = opts.out if opts.out is not None else default_out(METHOD.name)
+
+    class _Method:
+        name, title, venue, url = METHOD.name, METHOD.title, METHOD.venue, METHOD.url
+
+        @staticmethod
+        def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int):
+            from lift.reproduce import reproduce
+
+            return reproduce(quick=quick, smoke=smoke, out=out, seed=seed, task=opts.task)
+
+    run_reproduce(_Method, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed, overwrite=opts.overwrite,
+                  quiet=opts.quiet, device="cpu")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     return method_main(METHOD, {"train": (TrainConfig, train), "evaluate": (EvaluateConfig, evaluate),
-                                "reproduce": (ReproduceOptions, reproduce_command(METHOD))}, argv=argv)
+                                "reproduce": (LiftReproduceOptions, reproduce_command)}, argv=argv)

@@ -4,7 +4,7 @@ Methods (:data:`METHODS`), all at the same parameter budget ``k = (m + n) r_b`` 
 
 =================  ==================================================================================================
 ``full_ft``        every parameter, ``torch.optim.AdamW``
-``lora``           peft LoRA on every linear layer but ``lm_head`` (r = r_b, alpha = 2 r_b), AdamW
+``lora``           peft LoRA on every linear layer but ``lm_head`` (r = r_b, alpha = 2 r_b unless set), AdamW
 ``lift``           :class:`~lift.optim.SparseAdamW`, principal-weight mask, recomputed every ``update_interval``
 ``lift_static``    peft SHiRA with the principal-weight mask as its custom ``mask_fn`` (static), AdamW
 ``lift_smallest``  as ``lift`` but the *smallest* low-rank entries (what the released official scripts select)
@@ -73,6 +73,8 @@ class MethodConfig:
     """SVD of the SparseAdamW masks: auto, exact or randomized."""
     sparse_grads: bool = True
     """SparseAdamW methods keep only the k masked gradient entries (False: dense gradients, as the official code)."""
+    lora_alpha: float | None = None
+    """LoRA's alpha (the update is scaled by alpha / r); None = 2 r_b, the official LoRA config's ratio."""
 
 
 @dataclass
@@ -112,7 +114,10 @@ def setup_method(name: str, model: nn.Module, cfg: MethodConfig) -> SetUp:
     if name == "lora":
         from peft import LoraConfig
 
-        pcfg = LoraConfig(r=cfg.budget_rank, lora_alpha=2 * cfg.budget_rank, lora_dropout=0.0,
+        alpha = 2 * cfg.budget_rank if cfg.lora_alpha is None else cfg.lora_alpha
+        if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and alpha > 0):
+            raise LiftConfigError(f"lora_alpha must be a finite number > 0; got {alpha!r}")
+        pcfg = LoraConfig(r=cfg.budget_rank, lora_alpha=alpha, lora_dropout=0.0,
                           target_modules=_linear_suffixes(model), bias="none")
     else:
         from peft import ShiraConfig

@@ -1,13 +1,16 @@
 """Side-by-side reproduction of LIFT's claims on the offline tiny LM (CPU scale), as a list of experiments.
 
 Source ("pre-training") task: 2-digit addition; the tiny Llama of ``icml25.testbeds.lm`` is trained on it once and
-cached. Target task (small-data reasoning SFT): 2-digit x 1-digit multiplication, held-out operands for testing.
+cached. Target task (small-data reasoning SFT): 2-digit x 1-digit multiplication (``lift reproduce``) or 2-digit
+subtraction (``lift reproduce --task sub``), held-out operands for testing.
 
-Experiments (:data:`EXPERIMENTS`, run by :func:`icml25.experiment.run_experiments` on :data:`lift.config.BUDGETS`):
+Experiments (:data:`EXPERIMENTS`, run by :func:`icml25.experiment.run_experiments` on
+:data:`lift.config.TASK_BUDGETS`; ``cfg.experiments`` names the ones a task runs):
 
-* :func:`compare` -- every method of ``cfg.methods`` tuned alike (lr on the validation split, bracketed grid), then
-  run on every seed: target exact match, source retention, retention at matched target accuracy (along each
-  method's lr curve), exact counts, time per step.
+* :func:`compare` -- every method of ``cfg.methods`` tuned alike (the same number of grid points: lr x LoRA alpha,
+  lr x mask interval, or a wider lr grid; validation split, bracketed), then run on every seed: target exact match,
+  source retention, retention at matched target accuracy (along each method's lr curve), exact counts, time per
+  step.
 * :func:`rank_sweep` -- LIFT's filter rank r_f in ``cfg.sweep_ranks`` (0 = full rank = magnitude) at fixed k.
 * :func:`memory` -- weights / gradients / optimizer state and the allocation-trace peak in-process, and the peak
   RSS in fresh processes on random-weight models (hidden 512 and a >= 50 M-parameter one), Full FT vs LoRA vs LIFT
@@ -17,6 +20,7 @@ Experiments (:data:`EXPERIMENTS`, run by :func:`icml25.experiment.run_experiment
 from __future__ import annotations
 
 import copy
+import itertools
 import statistics
 import time
 import zlib
@@ -26,7 +30,7 @@ from typing import Any
 from icml25.claims import Claim, Report, mean_sd
 from icml25.experiment import Section, run_experiments
 
-from lift.config import BUDGETS, SOURCE_TASK, TARGET_TASK, TIE_BREAK, Config
+from lift.config import SOURCE_TASK, TARGET_TASK, TIE_BREAK, Config
 
 PAPER = "Liu et al., LIFT, ICML 2025 (arXiv 2506.00772)"
 
@@ -42,14 +46,14 @@ def is_validation_prompt(prompt: str) -> bool:
     return zlib.crc32(("lift-val|" + prompt).encode("utf-8")) % 10 == 0
 
 
-def target_splits(n_train: int, n_val: int, *, seed: int) -> tuple[list[Any], list[Any]]:
-    """``(train, val)`` examples of the target task: disjoint operands, both from the test bed's train split
+def target_splits(n_train: int, n_val: int, *, seed: int, task: str = TARGET_TASK) -> tuple[list[Any], list[Any]]:
+    """``(train, val)`` examples of the target ``task``: disjoint operands, both from the test bed's train split
     (the test split stays the held-out evaluation)."""
     from icml25.testbeds.lm import make_examples
 
-    pool = make_examples(TARGET_TASK, int(1.3 * n_train) + 16, seed=seed, split="train")
+    pool = make_examples(task, int(1.3 * n_train) + 16, seed=seed, split="train")
     train = [e for e in pool if not is_validation_prompt(e.prompt)][:n_train]
-    pool = make_examples(TARGET_TASK, 15 * n_val + 64, seed=10_003, split="train")
+    pool = make_examples(task, 15 * n_val + 64, seed=10_003, split="train")
     val = [e for e in pool if is_validation_prompt(e.prompt)][:n_val]
     return train, val
 
@@ -83,7 +87,7 @@ def time_mask(dim: int, *, filter_rank: int = 128, budget_rank: int = 128, svd: 
 
 def _setup(cfg: Config) -> dict[str, Any]:
     """The pretrained base model, tokenizer, evaluation sets and accuracies before fine-tuning (cached per run)."""
-    key = (cfg.hidden_size, cfg.num_layers, cfg.pretrain_steps, cfg.n_eval)
+    key = (cfg.hidden_size, cfg.num_layers, cfg.pretrain_steps, cfg.n_eval, cfg.target_task)
     if _CACHE.get("key") == key:
         return _CACHE["env"]
     import torch
@@ -96,7 +100,7 @@ def _setup(cfg: Config) -> dict[str, Any]:
     base, tok = load_model("tiny", tiny=TinySpec(source_task=SOURCE_TASK, pretrain_steps=cfg.pretrain_steps, seed=0,
                                                 hidden_size=cfg.hidden_size, num_layers=cfg.num_layers))
     evals = {"source": make_examples(SOURCE_TASK, cfg.n_eval, seed=10_001, split="test"),
-             "target": make_examples(TARGET_TASK, cfg.n_eval, seed=10_002, split="test")}
+             "target": make_examples(cfg.target_task, cfg.n_eval, seed=10_002, split="test")}
     src = answer_scores(base, tok, evals["source"])
     befores = {"source": src["exact"], "source_token": src["token"],
                "target": answer_scores(base, tok, evals["target"])["exact"],
@@ -108,9 +112,10 @@ def _setup(cfg: Config) -> dict[str, Any]:
     return env
 
 
-def _one_run(method: str, lr: float, seed: int, cfg: Config, env: dict[str, Any], *, with_val: bool,
+def _one_run(method: str, params: dict[str, Any], seed: int, cfg: Config, env: dict[str, Any], *, with_val: bool,
              progress: bool, filter_rank: int | None = None) -> dict[str, Any]:
-    """Fine-tune a fresh copy of the base model with ``method`` at ``lr`` on ``seed``'s training split; measure."""
+    """Fine-tune a fresh copy of the base model with ``method`` and its knobs ``params`` (``lr``; ``lora_alpha``
+    for LoRA, ``update_interval`` for the dynamic sparse masks) on ``seed``'s training split; measure."""
     import torch
 
     from lift.finetune import (
@@ -123,16 +128,18 @@ def _one_run(method: str, lr: float, seed: int, cfg: Config, env: dict[str, Any]
     )
 
     tok, evals, befores = env["tok"], env["evals"], env["befores"]
+    lr = float(params["lr"])
     torch.manual_seed(seed)
-    train, val = target_splits(cfg.n_train, cfg.n_val, seed=seed)
+    train, val = target_splits(cfg.n_train, cfg.n_val, seed=seed, task=cfg.target_task)
     mcfg = MethodConfig(budget_rank=cfg.budget_rank, filter_rank=filter_rank or cfg.filter_rank,
-                        update_interval=cfg.update_interval, eps=cfg.eps, seed=seed, lrs={method: lr})
+                        update_interval=int(round(params.get("update_interval", cfg.update_interval))), eps=cfg.eps,
+                        seed=seed, lrs={method: lr}, lora_alpha=params.get("lora_alpha"))
     su = setup_method(method, copy.deepcopy(env["base"]), mcfg)
     res = finetune(su.model, tok, train, optimizer=su.optimizer, steps=cfg.steps, batch_size=cfg.batch_size,
                    seed=seed, progress=progress, desc=f"{method} lr {lr:.2g} seed {seed}")
     src = answer_scores(su.model, tok, evals["source"])
     rec = {
-        "lr": lr, "seed": seed,
+        "lr": lr, "params": dict(params), "seed": seed,
         "target": answer_scores(su.model, tok, evals["target"])["exact"],
         "source": src["exact"], "source_token": src["token"],
         # retention is undefined when the source accuracy before is 0 (only the untrained smoke model): 0.0
@@ -148,15 +155,84 @@ def _one_run(method: str, lr: float, seed: int, cfg: Config, env: dict[str, Any]
     return rec
 
 
+def _job(job: dict[str, Any]) -> dict[str, Any]:
+    """One fine-tuning run of :func:`run_many` (in a forked worker or in this process); a diverged run (non-finite
+    loss) comes back as ``{"diverged": True}``."""
+    cfg, env = _CACHE["job_cfg"], _CACHE["job_env"]
+    try:
+        return _one_run(job["method"], job["params"], job["seed"], cfg, env, with_val=job.get("with_val", False),
+                        progress=False, filter_rank=job.get("filter_rank"))
+    except FloatingPointError:
+        return {"diverged": True}
+
+
+def _worker_init() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def run_many(jobs: list[dict[str, Any]], cfg: Config) -> list[dict[str, Any]]:
+    """Run independent fine-tuning ``jobs`` (``method``, ``params``, ``seed``, ``with_val``, ``filter_rank``), in
+    ``cfg.workers`` forked processes with one torch thread each when there is more than one job, else here.
+
+    Every run seeds itself (``torch.manual_seed(seed)``, its own data and masks), so the numbers do not depend on
+    which worker ran it. The workers are forked after :func:`_setup`, so they share the pretrained base model."""
+    import multiprocessing
+
+    import torch
+
+    _CACHE["job_env"] = _setup(cfg)
+    _CACHE["job_cfg"] = cfg
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread per run everywhere (same numbers here and in a worker); no multi-thread
+    try:                      # OpenMP pool alive across the fork
+        if cfg.workers <= 1 or len(jobs) <= 1:
+            return [_job(j) for j in jobs]
+        with multiprocessing.get_context("fork").Pool(min(cfg.workers, len(jobs)), initializer=_worker_init) as pool:
+            return list(pool.imap(_job, jobs, chunksize=1))
+    finally:
+        torch.set_num_threads(threads)
+
+
+KNOBS = {"lora": "lora_alpha", "lift": "update_interval", "magnitude": "update_interval",
+         "lift_smallest": "update_interval"}
+"""The second tuned knob of a method (with the lr); the other methods have the lr only, on a grid of as many
+points (``cfg.lr_grid_wide``)."""
+
+
+def tuning_grid(method: str, cfg: Config) -> dict[str, list[Any]]:
+    """The tuning grid of ``method``: lr x its second knob (:data:`KNOBS`), or a wider lr grid of the same size."""
+    centre = LR_CENTRES[method]
+    knob = KNOBS.get(method)
+    if knob is None:
+        return {"lr": [centre * m for m in cfg.lr_grid_wide]}
+    values = ([float(a * cfg.budget_rank) for a in cfg.lora_alphas] if knob == "lora_alpha"
+              else [int(t) for t in cfg.update_intervals])
+    return {"lr": [centre * m for m in cfg.lr_grid], knob: values}
+
+
 def lr_grid(method: str, cfg: Config) -> list[float]:
-    """The lr grid of ``method``: its grid centre times each multiplier of ``cfg.lr_grid`` (same size for all)."""
-    return [LR_CENTRES[method] * m for m in cfg.lr_grid]
+    """The lr values of ``method``'s tuning grid (see :func:`tuning_grid`)."""
+    return tuning_grid(method, cfg)["lr"]
+
+
+class _Missing(Exception):
+    """A tuning point not computed yet (raised by the cache-backed evaluator to collect the next batch)."""
+
+
+def _key(method: str, params: dict[str, Any]) -> tuple[Any, ...]:
+    return (method,) + tuple(sorted((k, round(float(v), 12)) for k, v in params.items()))
 
 
 def run_methods(cfg: Config, seeds: list[int], *, progress: bool = True) -> dict[str, Any]:
-    """Tune every method alike on the first seed (validation target accuracy, :func:`icml25.tuning.tune_alike`),
-    run every seed at the chosen lr; return per-method lists of per-seed measurements, selections, grid runs."""
-    from icml25.tuning import tune_alike
+    """Tune every method alike on the first seed (validation target accuracy, :func:`icml25.tuning.tune_alike`, the
+    same number of grid points for every method), run every seed at the chosen knobs; return per-method lists of
+    per-seed measurements, selections and the grid runs.
+
+    The grid points are independent runs, computed in parallel (:func:`run_many`); :func:`icml25.tuning.select` is
+    then replayed on the cached scores, and the points its edge extension asks for are computed in the next batch."""
+    from icml25.tuning import select, tune_alike
 
     env = _setup(cfg)
     befores = env["befores"]
@@ -164,29 +240,49 @@ def run_methods(cfg: Config, seeds: list[int], *, progress: bool = True) -> dict
                            "source_generated_before": befores["source_generated"],
                            "target_before": befores["target"], "methods": {}, "grid": {}, "selections": {}}
     keys = ("target", "source", "source_token", "retention", "retention_token", "state_floats", "trainable",
-            "bytes", "step_s", "losses", "mask_updates", "lr", "seed")
+            "bytes", "step_s", "losses", "mask_updates", "lr", "params", "seed")
     first, rest = seeds[0], seeds[1:]
-    grid_runs: dict[str, dict[float, dict[str, Any]]] = {m: {} for m in cfg.methods}
+    grids = {m: tuning_grid(m, cfg) for m in cfg.methods}
+    done: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    def compute(points: list[tuple[str, dict[str, Any]]]) -> None:
+        recs = run_many([{"method": m, "params": p, "seed": first, "with_val": True} for m, p in points], cfg)
+        for (m, p), rec in zip(points, recs):
+            if rec.get("diverged"):  # this point diverged: a non-finite score is never chosen
+                out.setdefault("diverged", []).append({"method": m, "lr": float(p["lr"]), "params": dict(p)})
+            done[_key(m, p)] = rec
 
     def evaluator(method: str):
         def evaluate(params: dict[str, Any]) -> float:
-            lr = float(params["lr"])
-            try:
-                rec = _one_run(method, lr, first, cfg, env, with_val=True, progress=progress)
-            except FloatingPointError:  # this lr diverged: a non-finite score is never chosen
-                out.setdefault("diverged", []).append({"method": method, "lr": lr})
-                return float("nan")
-            grid_runs[method][lr] = rec
-            return rec["val"] + TIE_BREAK * rec["val_token"]
+            rec = done.get(_key(method, params))
+            if rec is None:
+                raise _Missing((method, dict(params)))
+            return float("nan") if rec.get("diverged") else rec["val"] + TIE_BREAK * rec["val_token"]
         return evaluate
 
-    sels = tune_alike({m: (evaluator(m), {"lr": lr_grid(m, cfg)}) for m in cfg.methods}, extend=cfg.extend)
+    compute([(m, dict(zip(g, combo))) for m, g in grids.items() for combo in itertools.product(*g.values())])
+    for _ in range(8):  # the edge extensions: replay the selection on the cache, compute what it asks for
+        missing = []
+        for m, g in grids.items():
+            try:
+                select(evaluator(m), g, name=m, extend=cfg.extend)
+            except _Missing as e:
+                missing.append(e.args[0])
+        if not missing:
+            break
+        compute(missing)
+    sels = tune_alike({m: (evaluator(m), g) for m, g in grids.items()}, extend=cfg.extend)
     out["selections"] = sels
-    for method in cfg.methods:
-        best = grid_runs[method][float(sels[method].params["lr"])]
-        out["grid"][method] = [{k: v for k, v in r.items() if k != "losses"}
-                               for _, r in sorted(grid_runs[method].items())]
-        runs = [best] + [_one_run(method, best["lr"], s, cfg, env, with_val=False, progress=progress) for s in rest]
+    chosen = {m: dict(sels[m].params) for m in cfg.methods}
+    recs = run_many([{"method": m, "params": chosen[m], "seed": s} for m in cfg.methods for s in rest], cfg)
+    for i, method in enumerate(cfg.methods):
+        best = done[_key(method, chosen[method])]
+        mine = [r for key, r in done.items() if key[0] == method and not r.get("diverged")]
+        out["grid"][method] = sorted(({k: v for k, v in r.items() if k != "losses"} for r in mine),
+                                     key=lambda r: (r["lr"], str(r["params"])))
+        runs = [best] + recs[i * len(rest): (i + 1) * len(rest)]
+        if any(r.get("diverged") for r in runs):
+            raise FloatingPointError(f"{method} diverged on a seed at its chosen knobs {chosen[method]}")
         out["methods"][method] = {k: [r[k] for r in runs] for k in keys}
     from lift.optim import select_linear_weights
 
@@ -258,20 +354,39 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
         return [float(v) for v in M[name][key]]
 
     k = res["expected_k"]
-    tuned = (f"lr per method chosen with icml25.tuning.tune_alike from the same {len(cfg.lr_grid)}-point grid "
-             "{" + ", ".join(f"{m:.3g}" for m in cfg.lr_grid) + "} x its grid centre (extend=" + str(cfg.extend) +
-             ") by validation target exact match on the first seed") if len(cfg.lr_grid) > 1 else \
-        "no tuning: every method at its grid centre lr"
+    task = cfg.target_task
+    tuning = len(cfg.lr_grid) * len(cfg.update_intervals) > 1 or len(cfg.lr_grid_wide) > 1
+    tuned = (f"every method tuned with icml25.tuning.tune_alike on {len(cfg.lr_grid) * len(cfg.update_intervals)} "
+             "grid points (lr x {" + ", ".join(f"{m:.3g}" for m in cfg.lr_grid) + "} x its grid centre, times "
+             "LoRA alpha/r_b in {" + ", ".join(f"{a:g}" for a in cfg.lora_alphas) + "} or the mask interval T in {"
+             + ", ".join(str(t) for t in cfg.update_intervals) + "} for LIFT and magnitude; Full FT and random: "
+             "lr x {" + ", ".join(f"{m:.3g}" for m in cfg.lr_grid_wide) + "}), extend=" + str(cfg.extend) +
+             ", by validation target exact match on the first seed") if tuning else \
+        "no tuning: every method at its grid centre lr (LoRA alpha = 2 r_b, T = " + str(cfg.update_intervals[0]) + ")"
+    chosen = {m: dict(sels[m].params) for m in M}
+
+    def knobs(m: str) -> str:
+        return ", ".join(f"{k_}={v:.3g}" if isinstance(v, float) else f"{k_}={v}" for k_, v in chosen[m].items())
+
     scale = (f"tiny Llama (hidden {cfg.hidden_size}, {cfg.num_layers} layers), {cfg.steps} steps batch "
              f"{cfg.batch_size} for every method, r_b={cfg.budget_rank}, r_f={cfg.filter_rank}, "
-             f"T={cfg.update_interval}, eps={cfg.eps:g}; {len(seeds)} seeds, paired by seed; {tuned}")
+             f"eps={cfg.eps:g}; {len(seeds)} seeds, paired by seed; {tuned}")
 
     def tuning_note(*names: str) -> str:
         return "; ".join(sels[n].note() for n in names if n in sels)
 
+    if "full_ft" in M:
+        sec.add(Claim.threshold(
+            claim=f"Full FT clearly beats the prior on the target task ({task}): held-out exact match >= 0.5",
+            metric=f"{task} exact match (held-out operands), Full FT at its tuned lr",
+            ours=c("full_ft", "target"), threshold=0.5, kind="target",
+            paper="precondition of the comparison: the target task is learned (the paper's SFT raises accuracy "
+                  "far above the base model's)",
+            note=f"base model before fine-tuning: {res['target_before']:.3f}; below 0.5 the methods are compared "
+                 f"near the trivial cases and differences are noise; {scale}"))
     for other in (m for m in M if m != "lift"):
         sec.add(Claim.compare(
-            claim=f"LIFT beats {other} on target accuracy", metric=f"{TARGET_TASK} exact match (held-out operands)",
+            claim=f"LIFT beats {other} on target accuracy", metric=f"{task} exact match (held-out operands)",
             ours=c("lift", "target"), baseline=c(other, "target"), baseline_name=other, kind="paper",
             paired=True, paper=_PAPERS.get(other, _PAPERS["gradient"]),
             note=f"{scale}; {tuning_note('lift', other)}"))
@@ -280,7 +395,7 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
          f"source exact match before fine-tuning {res['source_before']:.3f}"),
         ("retention_token", f"{SOURCE_TASK} answer-token accuracy (teacher-forced) after / before",
          f"graded retention: source answer-token accuracy before {res['source_token_before']:.3f}; measurable "
-         "even when exact match is erased; each method at its own tuned lr"),
+         "even when exact match is erased; each method at its own tuned knobs"),
     ):
         for other in ("full_ft", "lora"):
             if other not in M:
@@ -293,13 +408,16 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
                                    "abstract, Sec. 5)", note=f"{extra}; {scale}; {tuning_note('lift', other)}"))
     # --- retention at matched target accuracy (along each method's lr curve, first seed)
     grid = res["grid"]
+    # each method's lr curve at its chosen second knob (LoRA alpha / mask interval)
+    curves = {m: [r for r in runs if all(r["params"].get(k_) == v for k_, v in chosen[m].items() if k_ != "lr")]
+              for m, runs in grid.items()}
     level = None
-    if len(cfg.lr_grid) > 1:
-        level = min(max(r["target"] for r in runs) for runs in grid.values())
-        at = {m: retention_at(runs, level) for m, runs in grid.items()}
+    if tuning:
+        level = min(max(r["target"] for r in runs) for runs in curves.values())
+        at = {m: retention_at(runs, level) for m, runs in curves.items()}
         sec.table("retention at matched target accuracy (first seed, interpolated along each lr curve)",
                   ["method", "matched target acc", "retention (answer tokens) at it", "lr points"],
-                  [[m, round(level, 3), "-" if v is None else round(v, 3), len(grid[m])] for m, v in at.items()])
+                  [[m, round(level, 3), "-" if v is None else round(v, 3), len(curves[m])] for m, v in at.items()])
         for other in ("full_ft", "lora"):
             if other in at and at.get("lift") is not None and at[other] is not None:
                 sec.add(Claim.compare(
@@ -311,7 +429,7 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
                           "figure)",
                     note="one value per method (the lr curves are run on the first seed only; per-seed curves do "
                          f"not fit the 8-minute run): no statistical verdict; level = the highest target accuracy "
-                         f"every method reaches on its grid; {scale}"))
+                         f"every method reaches on its lr curve (at its chosen second knob); {scale}"))
     # --- exact counts (properties)
     lift_state = c("lift", "state_floats")
     full_state = c("full_ft", "state_floats")
@@ -350,26 +468,27 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
         sm, ssd = mean_sd(r["source"])
         rm, rsd = mean_sd(r["retention"])
         km, ksd = mean_sd(r["retention_token"])
-        rows.append([name, f"{r['lr'][0]:.2g}", f"{tm:.3f} ± {tsd:.3f}", f"{sm:.3f} ± {ssd:.3f}",
+        rows.append([name, knobs(name), f"{tm:.3f} ± {tsd:.3f}", f"{sm:.3f} ± {ssd:.3f}",
                      f"{rm:.3f} ± {rsd:.3f}", f"{km:.3f} ± {ksd:.3f}",
                      round(1e3 * statistics.median(r["step_s"]), 2),
                      round(statistics.median(r["step_s"]) / full_step, 3), int(r["mask_updates"][0]),
                      int(r["trainable"][0]), int(r["state_floats"][0])])
-    sec.table("methods", ["method", "lr", "target acc", "source acc after", "retention (exact match)",
+    sec.table("methods", ["method", "chosen knobs", "target acc", "source acc after", "retention (exact match)",
                           "retention (answer tokens)", "step ms", "step / full_ft", "mask updates",
                           "trainable entries", "optimizer-state floats"], rows)
     from icml25.tuning import selections_table
 
     sec.table("tuned alike (icml25.tuning, validation split, first seed)", *selections_table(sels))
-    if len(cfg.lr_grid) > 1:
+    if tuning:
         grows = []
         for name, runs in grid.items():
             for r in runs:
-                grows.append([name, f"{r['lr']:.2g}", round(r["val"], 3), round(r["val_token"], 3),
+                other_knobs = ", ".join(f"{k_}={v:g}" for k_, v in r["params"].items() if k_ != "lr") or "-"
+                grows.append([name, f"{r['lr']:.2g}", other_knobs, round(r["val"], 3), round(r["val_token"], 3),
                               round(r["target"], 3), round(r["retention"], 3), round(r["retention_token"], 3),
-                              "yes" if r["lr"] == M[name]["lr"][0] else ""])
-        sec.table("every lr tried (first seed; the test column is for reading, not for choosing)",
-                  ["method", "lr", "val acc", "val token acc", "test acc", "retention", "retention (tokens)",
+                              "yes" if _key(name, r["params"]) == _key(name, chosen[name]) else ""])
+        sec.table("every grid point tried (first seed; the test column is for reading, not for choosing)",
+                  ["method", "lr", "second knob", "val acc", "val token acc", "test acc", "retention", "retention (tokens)",
                    "chosen"], grows)
     sec.table("before fine-tuning", ["source acc", "source acc (generated, icml25 exact_match)",
                                      "source answer-token acc", "target acc"],
@@ -379,20 +498,21 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
     from icml25.plots import grouped_bars, learning_curves
 
     learning_curves({name: np.asarray(r["losses"]) for name, r in M.items()}, out / "loss_curves.png",
-                    xlabel="optimizer step", ylabel="train loss", title=f"SFT on {TARGET_TASK}", logy=True)
+                    xlabel="optimizer step", ylabel="train loss", title=f"SFT on {task}", logy=True)
     grouped_bars({"target acc": {n: r["target"] for n, r in M.items()},
                   "source retention": {n: r["retention"] for n, r in M.items()},
                   "source retention (tokens)": {n: r["retention_token"] for n, r in M.items()}},
                  out / "accuracy.png", ylabel="fraction", title="target accuracy and source retention")
     sec.figures += ["loss_curves.png", "accuracy.png"]
-    if len(cfg.lr_grid) > 1:
-        _tradeoff_plot(grid, level, out / "tradeoff.png")
+    if tuning:
+        _tradeoff_plot(curves, level, out / "tradeoff.png")
         sec.figures.append("tradeoff.png")
     for d in res.get("diverged", []):
-        sec.notes.append(f"{d['method']} diverged (non-finite loss) at lr {d['lr']:.3g}; not selectable")
+        sec.notes.append(f"{d['method']} diverged (non-finite loss) at {d['params']}; not selectable")
     sec.notes += [
-        f"Source task {SOURCE_TASK!r} (pretraining, cached), target task {TARGET_TASK!r}; held-out operands.",
+        f"Source task {SOURCE_TASK!r} (pretraining, cached), target task {task!r}; held-out operands.",
         f"Methods tuned and trained in {time.perf_counter() - t0:.1f} s.",
+        f"Runs in {cfg.workers} forked worker process(es), one torch thread each.",
         f"Tuning: {tuned}; validation = about 10% of the test bed's train-split operands held out by a hash "
         "(never trained on, disjoint from the test split); validation score = exact match + "
         f"{TIE_BREAK:g} x answer-token accuracy (the token term only breaks exact ties).",
@@ -402,51 +522,63 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
 
 
 def rank_sweep(cfg: Config, seeds: list[int], out: Path) -> Section:
-    """LIFT's filter rank r_f swept at fixed k (budget r_b) on every seed, at LIFT's tuned lr."""
+    """LIFT's filter rank r_f swept at fixed k (budget r_b) on every seed, at LIFT's tuned knobs (lr, mask interval)."""
     sec = Section("rank sweep")
-    env = _setup(cfg)
+    _setup(cfg)
     comp = _CACHE.get("compare")
-    lift_lr = comp["methods"]["lift"]["lr"][0] if comp and "lift" in comp["methods"] else LR_CENTRES["lift"]
+    tuned = comp is not None and "lift" in comp["methods"]
+    lift_params = dict(comp["methods"]["lift"]["params"][0]) if tuned else {"lr": LR_CENTRES["lift"]}
     min_dim = min(min(s) for s in (comp["shapes"] if comp else [(cfg.hidden_size, cfg.hidden_size)]))
     runs: dict[str, list[dict[str, Any]]] = {}
+    todo: list[tuple[str, int]] = []
     for r in cfg.sweep_ranks:
         label = "full" if r == 0 or r >= min_dim else str(r)
-        if label in runs:
+        if label in runs or label in dict(todo):
             continue
-        if comp and "lift" in comp["methods"] and r == cfg.filter_rank:  # the comparison's LIFT runs (same lr)
+        if tuned and r == cfg.filter_rank:  # the comparison's LIFT runs (same knobs)
             M = comp["methods"]["lift"]
             runs[label] = [{k: M[k][i] for k in ("target", "retention_token", "retention")}
                            for i in range(len(seeds))]
             continue
-        method = "magnitude" if label == "full" else "lift"  # full rank: W' = W, the |W| mask (tested)
-        runs[label] = [_one_run(method, lift_lr, s, cfg, env, with_val=False, progress=False,
-                                filter_rank=None if label == "full" else r) for s in seeds]
+        todo.append((label, r))
+    # full rank: W' = W, the |W| mask (tested), run as the magnitude method with LIFT's knobs
+    jobs = [{"method": "magnitude" if label == "full" else "lift", "params": lift_params, "seed": s,
+             "filter_rank": None if label == "full" else r} for label, r in todo for s in seeds]
+    recs = run_many(jobs, cfg)
+    for i, (label, _) in enumerate(todo):
+        got = recs[i * len(seeds): (i + 1) * len(seeds)]
+        if any(x.get("diverged") for x in got):
+            raise FloatingPointError(f"rank sweep r_f={label} diverged at LIFT's tuned knobs {lift_params}")
+        runs[label] = got
+    order = {str(r) if r else "full": i for i, r in enumerate(cfg.sweep_ranks)}
+    runs = dict(sorted(runs.items(), key=lambda kv: order.get(kv[0], len(order))))
     labels = list(runs)
     rows = []
     for lab in labels:
         tm, tsd = mean_sd([x["target"] for x in runs[lab]])
         km, ksd = mean_sd([x["retention_token"] for x in runs[lab]])
         rows.append([lab, f"{tm:.3f} ± {tsd:.3f}", f"{km:.3f} ± {ksd:.3f}", len(runs[lab])])
-    sec.table(f"rank sweep (r_b={cfg.budget_rank}, lr {lift_lr:.3g} = LIFT's tuned lr)",
+    knob_s = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in lift_params.items())
+    sec.table(f"rank sweep (r_b={cfg.budget_rank}, {knob_s} = LIFT's tuned knobs)",
               ["r_f", "target acc", "retention (answer tokens)", "seeds"], rows)
     small = str(cfg.filter_rank)
     if small in runs and "full" in runs:
         sec.add(Claim.compare(
             claim=f"a small filter rank (r_f={small}) beats full rank (magnitude) on target accuracy",
-            metric=f"{TARGET_TASK} exact match (held-out operands)",
+            metric=f"{cfg.target_task} exact match (held-out operands)",
             ours=[x["target"] for x in runs[small]], baseline=[x["target"] for x in runs["full"]],
             baseline_name="r_f = full rank", kind="paper", paired=True,
             paper="principal weights emerge after rank reduction: the top-k of a low-rank approximation beat the "
                   "top-k of W itself (paper title, Sec. 3)",
             note=f"r_f={small} is the comparison's pre-set r_f (not picked from the sweep); every r_f at LIFT's tuned "
-                 f"lr {lift_lr:.3g} (one lr for the sweep, not tuned per r_f), {cfg.steps} steps, "
+                 f"knobs {knob_s} (one setting for the sweep, not tuned per r_f), {cfg.steps} steps, "
                  f"{len(seeds)} seeds paired"))
         sec.add(Claim.compare(
             claim=f"a small filter rank (r_f={small}) retains more source knowledge than full rank",
             metric=f"{SOURCE_TASK} answer-token retention", ours=[x["retention_token"] for x in runs[small]],
             baseline=[x["retention_token"] for x in runs["full"]], baseline_name="r_f = full rank", kind="paper",
             paired=True, paper="rank reduction is what makes principal weights good (paper Sec. 3)",
-            note=f"same runs as the accuracy claim; lr {lift_lr:.3g}"))
+            note=f"same runs as the accuracy claim; {knob_s}"))
     from icml25.plots import save_figure
     from matplotlib.figure import Figure
 
@@ -466,6 +598,20 @@ def rank_sweep(cfg: Config, seeds: list[int], out: Path) -> Section:
     return sec
 
 
+def _balance(specs: list[Any], n: int) -> list[list[Any]]:
+    """Split RSS specs into ``n`` fork servers of about equal work (largest first onto the lightest server); the
+    work of a child grows with the model's weights, LIFT's (SVD refreshes) and Full FT's steps cost more."""
+    cost = {"lift": 3.0, "full_ft": 2.0}
+    order = sorted(specs, key=lambda s: -(s.hidden_size**2 * s.num_layers * cost.get(s.method, 1.0)))
+    bins: list[list[Any]] = [[] for _ in range(n)]
+    load = [0.0] * n
+    for s in order:
+        i = load.index(min(load))
+        bins[i].append(s)
+        load[i] += s.hidden_size**2 * s.num_layers * cost.get(s.method, 1.0)
+    return bins
+
+
 def memory(cfg: Config, seeds: list[int], out: Path) -> Section:
     """Weights / gradients / optimizer state and peaks: allocation trace in-process, peak RSS in fresh processes."""
     from lift.finetune import MethodConfig
@@ -475,6 +621,20 @@ def memory(cfg: Config, seeds: list[int], out: Path) -> Section:
     env = _setup(cfg)
     comp = _CACHE.get("compare", {}).get("methods", {})
     mib = 2.0**20
+    t0 = time.perf_counter()
+    t_mask = time_mask(cfg.mask_timing_dim)  # alone: a timing
+    t1 = time.perf_counter()
+    # the peak-RSS fork servers start now and run beside the in-process allocation trace (bytes, not times)
+    specs = [MemorySpec(method="lift" if m == "lift_dense" else m, hidden_size=h, num_layers=L,
+                        budget_rank=cfg.budget_rank, filter_rank=cfg.filter_rank, sparse_grads=m != "lift_dense",
+                        seed=seeds[i % len(seeds)])
+             for h, L in cfg.rss_models for m in cfg.rss_methods
+             for i in range(cfg.rss_repeats if m in ("lora", "lift") else 1)]
+    bins = _balance(specs, 2)
+    from concurrent.futures import ThreadPoolExecutor
+
+    rss_pool = ThreadPoolExecutor(max_workers=2)
+    futures = [rss_pool.submit(rss_peak_batch, b) for b in bins if b]
     trace: dict[str, list[dict[str, Any]]] = {}
     for label in ("full_ft", "lora", "lift", "lift_dense"):
         method = "lift" if label == "lift_dense" else label
@@ -513,27 +673,23 @@ def memory(cfg: Config, seeds: list[int], out: Path) -> Section:
             higher_is_better=False, kind="target", paper="memory on par with PEFT methods (paper Sec. 4)",
             note=f"torch profiler allocation trace over model copy + set-up + {cfg.memory_steps} steps (batch "
                  f"{cfg.batch_size}, a mask refresh included); includes the weights, which dominate here"))
+    t_trace = time.perf_counter() - t1
     # --- peak RSS in fresh processes
-    specs = [MemorySpec(method="lift" if m == "lift_dense" else m, hidden_size=h, num_layers=L,
-                        budget_rank=cfg.budget_rank, filter_rank=cfg.filter_rank, sparse_grads=m != "lift_dense",
-                        seed=seeds[i % len(seeds)])
-             for h, L in cfg.rss_models for m in cfg.rss_methods
-             for i in range(cfg.rss_repeats if m in ("lora", "lift") else 1)]
+    try:
+        got_lists = [f.result() for f in futures]
+    finally:
+        rss_pool.shutdown(wait=True)
+    t_rss = time.perf_counter() - t1
     if specs:
-        from concurrent.futures import ThreadPoolExecutor
-
-        # one fork server per model size, two side by side (each child's peak is its own)
-        per_model = [[s for s in specs if (s.hidden_size, s.num_layers) == hl] for hl in cfg.rss_models]
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            got_lists = list(pool.map(rss_peak_batch, per_model))
-        specs = [s for lst in per_model for s in lst]
+        specs = [s for b in bins if b for s in b]
         got = [r for lst in got_lists for r in lst]
         by: dict[tuple[int, int], dict[str, list[dict[str, Any]]]] = {}
         for spec, r in zip(specs, got):
             label = "lift_dense" if spec.method == "lift" and not spec.sparse_grads else spec.method
             by.setdefault((spec.hidden_size, spec.num_layers), {}).setdefault(label, []).append(r)
         rrows = []
-        for (h, L), per in by.items():
+        for (h, L), per in sorted(by.items()):
+            per = {m: per[m] for m in cfg.rss_methods if m in per}
             for label, rs in per.items():
                 live = rs[0]["live"]
                 rrows.append([f"{h} x {L} ({rs[0]['n_params'] / 1e6:.1f} M)", label,
@@ -566,8 +722,10 @@ def memory(cfg: Config, seeds: list[int], out: Path) -> Section:
                     note="fresh processes; random weights (memory and timing only)"))
         sec.table("peak RSS in fresh processes (random-weight models; timing and memory only)",
                   ["model (params)", "method", "weights MiB", "gradients MiB (live after backward)",
-                   "optimizer state MiB", "peak RSS increase MiB", "step s (1 thread)", "processes"], rrows)
-    t_mask = time_mask(cfg.mask_timing_dim)
+                   "optimizer state MiB", "peak RSS increase MiB", "step s (1 thread; 2 servers + the trace on 2 cores)", "processes"], rrows)
+    sec.notes.append(f"memory: mask timing {t1 - t0:.1f} s, allocation trace {t_trace:.1f} s (beside the RSS fork "
+                     f"servers), peak-RSS fork servers {t_rss:.1f} s ({len(specs)} children in {len(futures)} "
+                     "servers)")
     sec.table("mask computation", ["matrix", "svd", "filter_rank", "budget_rank", "CPU threads", "seconds"],
               [[f"{cfg.mask_timing_dim}x{cfg.mask_timing_dim}", "randomized", min(128, cfg.mask_timing_dim),
                 min(128, max(1, cfg.mask_timing_dim // 4)), 1, round(t_mask, 3)]])
@@ -577,13 +735,21 @@ def memory(cfg: Config, seeds: list[int], out: Path) -> Section:
 EXPERIMENTS = [compare, rank_sweep, memory]
 
 
-def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
-    """Run the experiment list on the picked budget (:data:`lift.config.BUDGETS`)."""
+def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int, task: str = "main") -> Report:
+    """Run the experiment list of ``task`` (:data:`lift.config.TASK_BUDGETS`; ``main`` = :data:`BUDGETS`) on the
+    picked budget."""
+    from lift.config import TASK_BUDGETS
+    from lift.errors import LiftConfigError
+
+    if task not in TASK_BUDGETS:
+        raise LiftConfigError(f"task must be one of {', '.join(TASK_BUDGETS)}; got {task!r}")
+    budgets = TASK_BUDGETS[task]
+    cfg = budgets.pick(quick=quick, smoke=smoke)
+    experiments = [e for e in EXPERIMENTS if e.__name__ in cfg.experiments]
     try:
-        rep = run_experiments("lift", EXPERIMENTS, BUDGETS, quick=quick, smoke=smoke, out=Path(out), seed=seed,
+        rep = run_experiments("lift", experiments, budgets, quick=quick, smoke=smoke, out=Path(out), seed=seed,
                               progress=not smoke)
     finally:
         _CACHE.clear()
-    cfg = BUDGETS.pick(quick=quick, smoke=smoke)
-    rep.notes.append(f"Sizes: {cfg}.")
+    rep.notes.append(f"Task {task!r}. Sizes: {cfg}.")
     return rep
