@@ -496,7 +496,21 @@ def _exact_feature_score(model: GaussianGraphModel):
 
 
 def learned(cfg: Config, seeds: list[int], out: Path) -> Section:
-    """A learned GDSS-style score against the exact score; degree / spectrum MMD of a learned structure model."""
+    """A learned GDSS-style score against the exact score; degree / spectrum MMD of a learned structure model.
+
+    Runs with one torch thread: the tensors are tiny, and a second thread made a DSM step slower (20 vs 17 ms on the
+    shared 2-core machine)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _learned(cfg, seeds, out)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _learned(cfg: Config, seeds: list[int], out: Path) -> Section:
     import torch
     from icml25.tuning import selections_table, tune_alike
 
