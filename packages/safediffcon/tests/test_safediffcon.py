@@ -228,6 +228,88 @@ def test_state_safety_estimate_is_max_u_squared_and_its_guidance_touches_only_u(
         _diff(safety_estimate="mean")
 
 
+class _ConstEps(torch.nn.Module):
+    """A stub noise predictor: eps = 0.5 everywhere (so x_hat0 differs from x_t on every row)."""
+
+    def forward(self, x, t):
+        return torch.full_like(x, 0.5)
+
+
+def test_official_safety_row_mask_pads_row_10_in_training_and_sampling_but_not_in_the_output():
+    nx = 16
+    d_off = GaussianDiffusion(_ConstEps(), nx=nx, timesteps=20, scaler=5.0, official_safety_row_mask=True)
+    d_def = GaussianDiffusion(_ConstEps(), nx=nx, timesteps=20, scaler=5.0)
+    data = make_split(4, nx, nu=0.01, dt=2e-3, amp=1.0, seed=0)
+    x0 = to_image(data.u, data.f, scaler=5.0, s_rows=d_off.s_rows)
+    assert torch.count_nonzero(x0[:, 2, NT - 1]) == 0 and (x0[:, 2, NT - 2] > 0).all()
+    # the loss ignores the safety channel's row 10 under the mask, and counts it by default (negative control)
+    bump = torch.zeros(3, 16, nx)
+    bump[2, NT - 1] = 1.0
+
+    class Bumped(torch.nn.Module):
+        def forward(self, x, t):
+            return _ConstEps()(x, t) + bump
+
+    for d, same in ((d_off, True), (d_def, False)):
+        a = d.loss(x0, generator=torch.Generator().manual_seed(0))
+        d.model = Bumped()
+        b = d.loss(x0, generator=torch.Generator().manual_seed(0))
+        d.model = _ConstEps()
+        assert torch.equal(a, b) == same
+    u0, ut = data.u[:2, 0] * 0.5, data.u[:2, -1] * 0.5
+    rows = []
+    x = d_off.sample(u0, ut, steps=4, callback=lambda i, x: rows.append(x[:, 2, NT - 1].clone()),
+                     generator=torch.Generator().manual_seed(1))
+    assert all(torch.count_nonzero(r) == 0 for r in rows[:-1])  # padding during sampling ...
+    assert torch.count_nonzero(rows[-1]) > 0 and torch.equal(rows[-1], x[:, 2, NT - 1])  # ... not in the output
+    assert torch.count_nonzero(x[:, 2, NT:]) == 0 and torch.count_nonzero(x[:, 0, NT:]) == 0
+    # s_hat still reads the 11 rows, row 10 included (the released estimate)
+    torch.testing.assert_close(d_off.s_hat(x), 5.0 * x[:, 2, :NT].mean(dim=(1, 2)))
+
+
+def test_released_ema_copies_on_the_first_call_then_acts_every_kth():
+    from safediffcon.ema import ReleasedEMA
+
+    net = torch.nn.Linear(2, 2)
+    ema = ReleasedEMA(net, beta=0.9, update_every=10, update_after_step=100)
+    for k in range(112):
+        with torch.no_grad():
+            net.weight.fill_(float(k + 1))
+        acted = ema.update(net)
+        assert acted == (k % 10 == 0)
+        if k <= 100 and acted:
+            assert torch.equal(ema.model.weight, net.weight)  # a copy
+        if k == 105:
+            assert torch.all(ema.model.weight == 101.0)  # unchanged between acting calls
+    # call 110 moved it: d = min(beta, 1 - (1 + 9)^(-2/3)) = 0.7846
+    d = min(0.9, 1 - 10 ** (-2 / 3))
+    torch.testing.assert_close(ema.model.weight, torch.full((2, 2), d * 101.0 + (1 - d) * 111.0))
+    assert ema.decay(0) == 0.0 and ema.decay(100) == 0.0 and ema.decay(10_000) == 0.9
+    with pytest.raises(SafediffconError, match="beta"):
+        ReleasedEMA(net, beta=1.0)
+
+
+def test_infft_with_the_released_ema_evaluates_the_weights_after_the_first_step():
+    m = _tiny(guidance_lambda=0.0)  # no guidance: s_hat + Q > s0 stays, so every InfFT step has a gradient
+    train = make_split(32, 16, nu=0.01, dt=2e-3, amp=1.0, seed=0)
+    cal = make_split(20, 16, nu=0.01, dt=2e-3, amp=0.7, safe_only=True, seed=1)
+    m.pretrain(train, steps=2, batch_size=8)
+    m.Q = 0.7
+    u0, ut = cal.u0[:4], cal.u_target[:4]
+    runs = {}
+    for name, iters, ema in (("ema2", 2, True), ("one", 1, False), ("two", 2, False)):
+        c = m.clone()
+        c._gen.manual_seed(5)
+        qs = c.fine_tune(u0, ut, cal, iters=iters, ema=ema)
+        runs[name] = (c, qs)
+    w = {k: torch.cat([p.detach().flatten() for p in c.net.parameters()]) for k, (c, _) in runs.items()}
+    assert torch.equal(w["ema2"], w["one"])  # two updates, but the EMA holds the first one only
+    assert not torch.equal(w["two"], w["one"])  # negative control: the default evaluates both updates
+    assert runs["ema2"][1][0] == runs["one"][1][0]  # the first calibration sees the same weights
+    assert runs["ema2"][0].diffusion.model is runs["ema2"][0].net
+    assert all(loss > 0 for loss in runs["two"][0].history["infft_loss"])
+
+
 def test_inpainted_rows_equal_the_conditions_after_every_step():
     d = _diff()
     u0, ut = torch.rand(2, 16) * 0.5, torch.rand(2, 16) * 0.5
@@ -341,7 +423,8 @@ def test_h5_roundtrip_in_the_official_layout(tmp_path):
 
 
 @pytest.mark.parametrize("field, value", [("nx", 2), ("alpha", 1.5), ("u_bound", 0.0), ("weight_lambda", -1.0),
-                                          ("dt", 0.0), ("ddim_steps", 500), ("n_cal", 10), ("seeds", 0)])
+                                          ("dt", 0.0), ("ddim_steps", 500), ("n_cal", 10), ("seeds", 0),
+                                          ("ema_beta", 1.0), ("few_seeds", -1), ("state_guidance_grid", (1.0,))])
 def test_bad_config_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         Config(**{field: value})

@@ -89,6 +89,13 @@ class Config:
     """Start InfFT from the pretrained weights at Q = 0, without the post-training shift (the released pipeline)."""
     infft_tie_lambda: bool = False
     """Use lambda_g as the lambda of InfFT's calibration weights (the released code) instead of weight_lambda."""
+    infft_ema: bool = False
+    """Calibrate and evaluate an EMA copy of the InfFT weights with the released update rule (the released code;
+    with 2 updates it holds the weights after the first one) instead of the fine-tuned weights themselves."""
+    ema_beta: float = 0.995
+    """Largest decay of the released EMA (infft_ema)."""
+    ema_update_every: int = 10
+    """The released EMA acts on every ema_update_every-th update call (infft_ema)."""
     # ---- baselines and tuning
     adjoint_iters: int = 30
     """Adam iterations of the adjoint (direct optimisation) baseline."""
@@ -98,8 +105,18 @@ class Config:
     """Penalties mu of J + mu max(s - s0, 0)^2 reported for the adjoint baseline."""
     guidance_grid: tuple[float, ...] = (100.0, 500.0, 2500.0)
     """lambda_g values SafeDiffCon is tuned over on the validation split."""
+    state_guidance_grid: tuple[float, ...] = (0.2, 1.0, 5.0)
+    """lambda_g values of the safety_estimate='state' row (its gradient falls on one entry of the state channel,
+    about 500x the per-entry push of the channel estimate; same size as guidance_grid)."""
     mu_grid: tuple[float, ...] = (1.0, 10.0, 100.0)
     """mu values the adjoint is tuned over on the validation split (same size as guidance_grid)."""
+    tune_extend: int = 3
+    """A choice at the edge of its grid gets up to this many more grid steps in that direction (icml25.tuning)."""
+    few_seeds: int = 3
+    """Seeds (the first ones) of the rows that are costly or equal to (d) by construction: the released
+    safety-row mask (its own pretraining), safety_estimate='state' (its own post-training), the tied lambda."""
+    mask_row: bool = True
+    """Measure the released safety-row mask in reproduce (one more pretraining of pretrain_steps)."""
     speed_trajectories: int = 32
     """Trajectories of the batched-vs-loop solver timing."""
     seeds: int = 5
@@ -111,7 +128,10 @@ class Config:
                        "speed_trajectories", "seeds")
         check_positive(self, "dt", "nu", "u_bound", "train_amp", "eval_amp", "scaler", "pretrain_lr", "post_lr",
                        "infft_lr", "adjoint_lr", integer=False)
-        check_non_negative(self, "weight_lambda", "guidance_lambda", "infft_iters", "eta")
+        check_non_negative(self, "weight_lambda", "guidance_lambda", "infft_iters", "eta", "tune_extend", "few_seeds")
+        check_positive(self, "ema_update_every")
+        if not (math.isfinite(self.ema_beta) and 0 <= self.ema_beta < 1):
+            raise SafediffconError(f"ema_beta must be in [0, 1), got {self.ema_beta!r}")
         if not (math.isfinite(self.alpha) and 0 < self.alpha < 1):
             raise SafediffconError(f"alpha must be in (0, 1), got {self.alpha!r}")
         if self.nx < 4:
@@ -122,8 +142,12 @@ class Config:
             raise SafediffconError(f"nx={self.nx} must be divisible by 2^(len(mults)-1)")
         if any(m < 0 or not math.isfinite(m) for m in (*self.adjoint_mus, *self.mu_grid)):
             raise SafediffconError("adjoint_mus and mu_grid must be finite numbers >= 0")
-        if any(g < 0 or not math.isfinite(g) for g in self.guidance_grid):
-            raise SafediffconError("guidance_grid must hold finite numbers >= 0")
+        for name in ("guidance_grid", "state_guidance_grid"):
+            if any(g < 0 or not math.isfinite(g) for g in getattr(self, name)):
+                raise SafediffconError(f"{name} must hold finite numbers >= 0")
+        if not len(self.guidance_grid) == len(self.state_guidance_grid) == len(self.mu_grid):
+            raise SafediffconError("guidance_grid, state_guidance_grid and mu_grid must have the same size "
+                                   "(methods are tuned alike)")
         r = self.nu * self.dt * (self.nx + 1) ** 2
         if r > 0.5:
             raise SafediffconError(f"unstable: nu*dt/dx^2 = {r:.3g} > 0.5 (nu, dt, nx)")
@@ -161,8 +185,8 @@ BUDGETS = Budgets(
     smoke=replace(cpu(), nx=16, mults=(1, 2), n_train=64, n_cal=60, n_holdout=20, n_val=8, n_test=8, dim=4,
                   timesteps=20, ddim_steps=3, pretrain_steps=5, post_epochs=1, post_steps=3, infft_iters=1,
                   adjoint_iters=3, speed_trajectories=2, seeds=1, alpha=0.9, guidance_grid=(500.0,),
-                  mu_grid=(100.0,), adjoint_mus=(0.0, 100.0)),
-    quick=replace(cpu(), n_train=1000, n_cal=100, n_holdout=50, n_test=30, n_val=16, pretrain_steps=300,
-                  post_steps=30, adjoint_iters=20, speed_trajectories=16, seeds=3),
-    full=replace(cpu(), seeds=10),
+                  state_guidance_grid=(1.0,), mu_grid=(100.0,), adjoint_mus=(0.0, 100.0), few_seeds=1),
+    quick=replace(cpu(), n_train=1000, n_cal=100, n_holdout=50, n_test=30, n_val=16, pretrain_steps=200,
+                  post_steps=20, adjoint_iters=15, speed_trajectories=16, seeds=3, few_seeds=1, mask_row=False),
+    full=replace(cpu(), seeds=6),
 )

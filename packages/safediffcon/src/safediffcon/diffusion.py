@@ -79,7 +79,10 @@ class GaussianDiffusion(nn.Module):
     """DDPM/DDIM over the [u, f, s] image with inpainted conditions (see the module docstring).
 
     ``model(x_t [B, 3, 16, nx], t [B]) -> eps [B, 3, 16, nx]``. ``official_safety_row_mask=True`` treats the last
-    real row of the safety channel as padding (the released code), while ``s_hat`` still reads 11 rows.
+    real row of the safety channel as padding (the released code: zeroed in training images, noisy inputs and after
+    every sampling step, no loss there) while ``s_hat`` still reads 11 rows, and the final sample keeps that row of
+    the last ``x_hat0`` (the released sampler does not re-mask its output). Without the option the real rows are the
+    same everywhere, so the final step changes nothing.
     """
 
     def __init__(self, model: nn.Module, *, nx: int, timesteps: int = 200, scaler: float = 4.0,
@@ -98,6 +101,11 @@ class GaussianDiffusion(nn.Module):
         real = torch.zeros(3, HEIGHT, nx)
         real[0, :NT], real[1, :NT - 1], real[2, :self.s_rows] = 1, 1, 1
         self.register_buffer("real", real, persistent=False)
+        # the released sampler returns the last x_hat0 without the padding mask: with the official row mask, the
+        # safety channel's row 10 (padding everywhere else) then holds the network's untrained output
+        final = real.clone()
+        final[2, :NT] = 1
+        self.register_buffer("real_final", final, persistent=False)
 
     # ------------------------------------------------------------------ forward process
     def _a(self, t: torch.Tensor) -> torch.Tensor:
@@ -121,9 +129,10 @@ class GaussianDiffusion(nn.Module):
             m[1, :NT - 1] = 1
         return m
 
-    def inpaint(self, x: torch.Tensor, cond: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Conditioned entries := ``cond``, padded entries := 0."""
-        return (x * (1 - mask) + cond * mask) * self.real
+    def inpaint(self, x: torch.Tensor, cond: torch.Tensor, mask: torch.Tensor,
+                real: torch.Tensor | None = None) -> torch.Tensor:
+        """Conditioned entries := ``cond``, padded entries (``real == 0``; default ``self.real``) := 0."""
+        return (x * (1 - mask) + cond * mask) * (self.real if real is None else real)
 
     def loss(self, x0: torch.Tensor, *, weights: torch.Tensor | None = None,
              generator: torch.Generator | None = None) -> torch.Tensor:
@@ -201,7 +210,7 @@ class GaussianDiffusion(nn.Module):
                     sigma = eta * ((1 - a_prev) / (1 - a) * (1 - a / a_prev)).clamp(min=0).sqrt()
                     z = torch.randn(x.shape, generator=generator)
                     x = a_prev.sqrt() * x0 + (1 - a_prev - sigma**2).clamp(min=0).sqrt() * eps + sigma * z
-                x = self.inpaint(x, cond, mask)
+                x = self.inpaint(x, cond, mask, self.real_final if last else None)
             if callback is not None:
                 callback(i, x)
         return x

@@ -234,21 +234,31 @@ class SafeDiffCon:
 
     def fine_tune(self, u0: torch.Tensor, u_target: torch.Tensor, cal: BurgersData, *, iters: int = 2,
                   lr: float = 1e-4, weight_decay: float = 1e-4, extra_Q: float | None = None,
-                  weight_lambda: float | None = None) -> list[float]:
+                  weight_lambda: float | None = None, ema: bool = False, ema_beta: float = 0.995,
+                  ema_update_every: int = 10) -> list[float]:
         """Inference-time fine-tuning on the test conditions (InfFT); returns ``Q`` after every iteration.
 
         Each iteration: guided sampling with gradients through the last denoising step only, one AdamW step on
         ``mean_i max(s_hat_i + Q - s0, 0)^2``, then ``Q`` re-calibrated on ``cal`` (weights at the previous Q and,
-        when given, at ``extra_Q``; lambda ``weight_lambda`` when given, else the model's). The fine-tuned weights
-        themselves are calibrated and used (no EMA).
+        when given, at ``extra_Q``; lambda ``weight_lambda`` when given, else the model's). By default the
+        fine-tuned weights themselves are calibrated and used (the paper). ``ema=True`` is the released code:
+        the online weights are fine-tuned and sample the next batch, while an EMA copy with the released update
+        rule (:class:`safediffcon.ema.ReleasedEMA`) is calibrated and, afterwards, used for control.
         """
         u0, ut = self._check_conditions(u0, u_target)
         self._check_data(cal, "calibration data")
         opt = torch.optim.AdamW(self.net.parameters(), lr=lr, weight_decay=weight_decay)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(max(iters, 1), 0.0))
+        tracker = None
+        if ema:
+            from safediffcon.ema import ReleasedEMA
+
+            tracker = ReleasedEMA(self.net, beta=ema_beta, update_every=ema_update_every)
+        online = self.net
         qs = []
         for _ in range(iters):
-            self.net.train()
+            self.diffusion.model = online
+            online.train()
             x = self.diffusion.sample(u0, ut, steps=self.ddim_steps, eta=self.eta,
                                       guidance_lambda=self.guidance_lambda, Q=self.Q, s0=self.s0,
                                       generator=self._gen, grad_last=True)
@@ -257,9 +267,16 @@ class SafeDiffCon:
             loss.backward()
             opt.step()
             sched.step()
-            self.net.eval()
+            online.eval()
             self.history["infft_loss"].append(loss.item())
+            if tracker is not None:
+                tracker.update(online)
+                self.diffusion.model = tracker.model  # the released code calibrates the EMA copy
             qs.append(self.calibrate(cal, Q_prev=self.Q, extra_Q=extra_Q, weight_lambda=weight_lambda))
+        if tracker is not None and iters > 0:
+            self.net = tracker.model  # ... and evaluates it
+            self.net.requires_grad_(True)
+        self.diffusion.model = self.net
         self.history["infft_Q"] += qs
         return qs
 

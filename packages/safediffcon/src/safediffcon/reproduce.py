@@ -9,7 +9,7 @@ targets of the issue (batched solver vs a per-trajectory loop, guided vs unguide
 from __future__ import annotations
 
 import time
-from dataclasses import astuple
+from dataclasses import astuple, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +27,11 @@ PAPER_J = ("paper (abstract): while satisfying the safety constraints, SafeDiffC
 VARIANTS = ["(d) released chaining: InfFT from the pretrained model at Q=0",
             "(d) official quantile (weighted scores) in InfFT",
             "(d) InfFT weights with lambda = lambda_g (released)",
-            "(d) re-simulated from the generated row 0 (released)"]
+            "(d) re-simulated from the generated row 0 (released)",
+            "(d) InfFT evaluated on the released EMA",
+            "(d) s_hat = max u_hat^2 of the generated state (ours, not the paper's)",
+            "(d) released chaining + released safety-row mask (own pretraining)"]
+STATE_ARM = "SafeDiffCon, s_hat = max u^2"
 METHODS = ["(a) diffusion, no safety", "(b) guidance, Q=0", "(c) post-training alone", "(c') post-training, no guidance",
            "(d) SafeDiffCon", "zero control"]
 
@@ -44,8 +48,11 @@ def _splits(cfg: Config, seed: int) -> dict:
 _CACHE: dict = {}
 
 
-def _pretrained(cfg: Config, seed: int):
-    """The run's training set and pretrained model (cached: ``speed`` and a second call reuse it)."""
+def _pretrained(cfg: Config, seed: int, *, row_mask: bool | None = None):
+    """The run's training set and pretrained model (cached: ``speed`` and a second call reuse it);
+    ``row_mask`` overrides ``cfg.official_safety_row_mask`` (same data, initialisation and steps)."""
+    if row_mask is not None:
+        cfg = replace(cfg, official_safety_row_mask=row_mask)
     key = (astuple(cfg), seed)
     if key not in _CACHE:
         from safediffcon.data import make_split
@@ -55,7 +62,8 @@ def _pretrained(cfg: Config, seed: int):
         model = SafeDiffCon(**cfg.model_kwargs(seed))
         t0 = time.perf_counter()
         model.pretrain(train, steps=cfg.pretrain_steps, batch_size=cfg.batch_size, lr=cfg.pretrain_lr)
-        _CACHE.clear()
+        while len(_CACHE) >= 2:
+            _CACHE.pop(next(iter(_CACHE)))
         _CACHE[key] = (train, model, time.perf_counter() - t0)
     return _CACHE[key]
 
@@ -65,8 +73,10 @@ def _score(metrics: dict) -> float:
     return metrics["J"] + metrics["R_s"]
 
 
-def _tune(cfg: Config, post, q_post: float, val, s: int) -> tuple[dict, tuple, list[str]]:
-    """lambda_g of SafeDiffCon's guidance and mu of the adjoint, tuned alike (same grid size) on ``val``."""
+def _tune(cfg: Config, post, q_post: float, val, s: int, state=None) -> tuple[dict, tuple, list, list]:
+    """lambda_g of SafeDiffCon's guidance (and of its ``state`` arm, ``(model, Q)``, when given) and mu of the
+    adjoint, tuned alike (same grid size, each choice at a grid edge extended by up to ``cfg.tune_extend`` steps)
+    on ``val``."""
     from icml25.tuning import selections_table, tune_alike
 
     from safediffcon.adjoint import adjoint_control
@@ -76,24 +86,41 @@ def _tune(cfg: Config, post, q_post: float, val, s: int) -> tuple[dict, tuple, l
     adj_val = adjoint_control(val.u0, val.u_target, mus=cfg.mu_grid, iters=cfg.adjoint_iters, lr=cfg.adjoint_lr,
                               **ev)
 
-    def eval_ours(p: dict) -> float:
-        post._gen.manual_seed(30_000 + s)
-        old, post.guidance_lambda = post.guidance_lambda, p["guidance_lambda"]
-        try:
-            f = post.control(val.u0, val.u_target, Q=q_post)
-        finally:
-            post.guidance_lambda = old
-        return _score(evaluate_control(val.u0, f, val.u_target, **ev))
+    def guided(model, q: float):
+        def ev_guided(p: dict) -> float:
+            if p["guidance_lambda"] < 0:
+                return float("nan")
+            model._gen.manual_seed(30_000 + s)
+            old, model.guidance_lambda = model.guidance_lambda, p["guidance_lambda"]
+            try:
+                f = model.control(val.u0, val.u_target, Q=q)
+            finally:
+                model.guidance_lambda = old
+            return _score(evaluate_control(val.u0, f, val.u_target, **ev))
+        return ev_guided
 
     def eval_adj(p: dict) -> float:
-        return _score(evaluate_control(val.u0, adj_val[float(p["mu"])], val.u_target, **ev))
+        mu = float(p["mu"])
+        if mu < 0:
+            return float("nan")
+        if mu not in adj_val:  # a value added by the grid extension
+            adj_val.update(adjoint_control(val.u0, val.u_target, mus=[mu], iters=cfg.adjoint_iters,
+                                           lr=cfg.adjoint_lr, **ev))
+        return _score(evaluate_control(val.u0, adj_val[mu], val.u_target, **ev))
 
-    sels = tune_alike({"SafeDiffCon": (eval_ours, {"guidance_lambda": list(cfg.guidance_grid)}),
-                       "adjoint": (eval_adj, {"mu": list(cfg.mu_grid)})}, higher_is_better=False)
+    arms = {"SafeDiffCon": (guided(post, q_post), {"guidance_lambda": list(cfg.guidance_grid)})}
+    if state is not None:
+        arms[STATE_ARM] = (guided(*state), {"guidance_lambda": list(cfg.state_guidance_grid)})
+    arms["adjoint"] = (eval_adj, {"mu": list(cfg.mu_grid)})
+    sels = tune_alike(arms, higher_is_better=False, extend=cfg.tune_extend)
     chosen = {"guidance_lambda": sels["SafeDiffCon"].params["guidance_lambda"],
               "mu": float(sels["adjoint"].params["mu"])}
-    notes = [f"tuning {n}: {sl.note()}" for n, sl in sels.items() if sl.at_edge]
-    return chosen, selections_table(sels), notes
+    if state is not None:
+        chosen["state_guidance_lambda"] = sels[STATE_ARM].params["guidance_lambda"]
+    notes = [f"tuning {n}: {sl.note()}" for n, sl in sels.items()]
+    trials = [[n, ", ".join(f"{k}={v:g}" for k, v in t["params"].items()), t["score"]]
+              for n, sl in sels.items() for t in sl.trials]
+    return chosen, selections_table(sels), notes, trials
 
 
 def _score_diagnostic(model, cal, cfg: Config, seed: int) -> dict[str, float]:
@@ -121,6 +148,8 @@ def _score_diagnostic(model, cal, cfg: Config, seed: int) -> dict[str, float]:
 
 
 def _fmt(v: list[float]) -> str:
+    if len(v) == 0:
+        return "-"
     return f"{np.mean(v):.4f} ± {np.std(v, ddof=1) if len(v) > 1 else 0.0:.4f}"
 
 
@@ -136,12 +165,21 @@ def safe_control(cfg: Config, seeds: list[int], out: Path) -> Section:
     train, pre, t_pre = _pretrained(cfg, seeds[0])
     sec.notes.append(f"pretraining: {cfg.pretrain_steps} steps on {len(train)} trajectories "
                      f"({float((train.s > cfg.u_bound**2).float().mean()):.0%} unsafe) in {t_pre:.1f} s")
+    k_few = min(cfg.few_seeds, len(seeds))
+    few = f" [first {k_few} seeds]" if k_few < len(seeds) else ""
+    v_tie, v_state, v_mask = VARIANTS[2] + few, VARIANTS[5] + few, VARIANTS[6] + few
+    pre_mask = None
+    if cfg.mask_row and k_few > 0 and not cfg.official_safety_row_mask:
+        _, pre_mask, t_mask = _pretrained(cfg, seeds[0], row_mask=True)
+        sec.notes.append(f"pretraining with the released safety-row mask (same data, initialisation and steps): "
+                         f"{t_mask:.1f} s")
     ev = dict(nu=cfg.nu, dt=cfg.dt, u_bound=cfg.u_bound)
     res: dict[str, dict[str, list[float]]] = {}
     extra: dict[str, list[float]] = {k: [] for k in ("Q_post", "Q_final", "Q_official", "cov", "cov_official",
                                                      "cov_post", "guided_rate", "substep")}
     chosen: dict = {}
     sel_rows = None
+    trials: list = []
     var: dict[str, dict[str, list[float]]] = {}
     diag: dict[str, list[float]] = {}
 
@@ -160,9 +198,17 @@ def safe_control(cfg: Config, seeds: list[int], out: Path) -> Section:
         q_post = post.post_train(train, cal, epochs=cfg.post_epochs, steps_per_epoch=cfg.post_steps,
                                  batch_size=cfg.batch_size, lr=cfg.post_lr)[-1]
         extra["Q_post"].append(q_post)
-        if i == 0:  # tune lambda_g (SafeDiffCon) and mu (adjoint) alike on the first seed's validation split
-            chosen, sel_rows, edge_notes = _tune(cfg, post, q_post, val, s)
-            sec.notes += edge_notes
+        post_state = q_state = None
+        if i < k_few and cfg.safety_estimate != "state":  # the whole pipeline with s_hat = max u_hat^2
+            post_state = pre.clone()
+            post_state.diffusion.safety_estimate = "state"
+            post_state._gen.manual_seed(20_000 + s)
+            q_state = post_state.post_train(train, cal, epochs=cfg.post_epochs, steps_per_epoch=cfg.post_steps,
+                                            batch_size=cfg.batch_size, lr=cfg.post_lr)[-1]
+        if i == 0:  # tune lambda_g (SafeDiffCon, both estimates) and mu (adjoint) alike on the first validation split
+            chosen, sel_rows, tune_notes, trials = _tune(
+                cfg, post, q_post, val, s, state=None if post_state is None else (post_state, q_state))
+            sec.notes += tune_notes
         lam = chosen["guidance_lambda"]
         pre.guidance_lambda = post.guidance_lambda = lam
         tt = (test.u0, test.u_target)
@@ -170,36 +216,54 @@ def safe_control(cfg: Config, seeds: list[int], out: Path) -> Section:
         put(METHODS[1], evaluate_control(test.u0, pre.control(*tt, guidance=True, Q=0.0), test.u_target, **ev))
         put(METHODS[2], evaluate_control(test.u0, post.control(*tt, Q=q_post), test.u_target, **ev))
         put(METHODS[3], evaluate_control(test.u0, post.control(*tt, guidance=False), test.u_target, **ev))
+
         # (d) SafeDiffCon: post-trained weights + InfFT (Q carried from post-training) + guidance
         def infft(start, name: str, *, released_chain: bool, tie: bool, qmethod: str | None = None,
-                  s=s, lam=lam, tt=tt, cal=cal, q_post=q_post, test=test):
+                  ema: bool = False, lam_g: float | None = None, q_start: float | None = None,
+                  coverage: bool = False, s=s, lam=lam, tt=tt, cal=cal, hold=hold, q_post=q_post, test=test):
             m = start.clone()
             m._gen.manual_seed(40_000 + s)
-            m.guidance_lambda = lam
+            m.guidance_lambda = lam if lam_g is None else lam_g
             if qmethod is not None:
                 m.quantile_method = qmethod
+            q_carry = q_post if q_start is None else q_start
             if released_chain:
                 m.Q = 0.0
             if cfg.infft_iters > 0:
                 m.fine_tune(*tt, cal, iters=cfg.infft_iters, lr=cfg.infft_lr,
-                            extra_Q=None if released_chain else q_post, weight_lambda=lam if tie else None)
+                            extra_Q=None if released_chain else q_carry,
+                            weight_lambda=m.guidance_lambda if tie else None, ema=ema, ema_beta=cfg.ema_beta,
+                            ema_update_every=cfg.ema_update_every)
             u_g, f_g, sh_g = m.generate(*tt)
             put(name, evaluate_control(test.u0, f_g, test.u_target, **ev))
-            var.setdefault(name, {"Q": [], "certified": [], "negative": []})
-            var[name]["Q"].append(m.Q)
-            var[name]["certified"].append(float((sh_g + m.Q <= m.s0).float().mean()))
-            var[name]["negative"].append(float((sh_g < 0).float().mean()))
+            v = var.setdefault(name, {"Q": [], "certified": [], "negative": [], "coverage": []})
+            v["Q"].append(m.Q)
+            v["certified"].append(float((sh_g + m.Q <= m.s0).float().mean()))
+            v["negative"].append(float((sh_g < 0).float().mean()))
+            if coverage:
+                v["coverage"].append(m.coverage(hold))
             return m, u_g, f_g, sh_g
 
         full, u_gen, f_d, sh_d = infft(pre if cfg.infft_from_pretrained else post, METHODS[4],
-                                       released_chain=cfg.infft_from_pretrained, tie=cfg.infft_tie_lambda)
+                                       released_chain=cfg.infft_from_pretrained, tie=cfg.infft_tie_lambda,
+                                       ema=cfg.infft_ema)
         # the released code's options, one at a time, on the same post-trained model, instances and seeds
         if not cfg.infft_from_pretrained:
-            infft(pre, VARIANTS[0], released_chain=True, tie=cfg.infft_tie_lambda)
+            infft(pre, VARIANTS[0], released_chain=True, tie=cfg.infft_tie_lambda, ema=cfg.infft_ema,
+                  coverage=pre_mask is not None and i < k_few)
         if cfg.quantile_method != "official":
-            infft(post, VARIANTS[1], released_chain=False, tie=cfg.infft_tie_lambda, qmethod="official")
-        if not cfg.infft_tie_lambda:
-            infft(post, VARIANTS[2], released_chain=False, tie=True)
+            infft(post, VARIANTS[1], released_chain=False, tie=cfg.infft_tie_lambda, qmethod="official",
+                  ema=cfg.infft_ema)
+        if not cfg.infft_tie_lambda and i < k_few:
+            infft(post, v_tie, released_chain=False, tie=True, ema=cfg.infft_ema)
+        if not cfg.infft_ema:
+            infft(post, VARIANTS[4], released_chain=False, tie=cfg.infft_tie_lambda, ema=True, coverage=True)
+        if post_state is not None:
+            infft(post_state, v_state, released_chain=False, tie=cfg.infft_tie_lambda, ema=cfg.infft_ema,
+                  lam_g=chosen["state_guidance_lambda"], q_start=q_state, coverage=True)
+        if pre_mask is not None and i < k_few:  # the released pipeline (as VARIANTS[0]) with the released mask
+            infft(pre_mask, v_mask, released_chain=True, tie=cfg.infft_tie_lambda, ema=cfg.infft_ema,
+                  coverage=True)
         # released re-simulation: from the generated first row instead of the true u0
         put(VARIANTS[3], evaluate_control(u_gen[:, 0], f_d, test.u_target, **ev))
         # why Q > s0: the pretrained model's safety-score error at Q_prev = 0 (uniform weights), channel vs state
@@ -227,6 +291,7 @@ def safe_control(cfg: Config, seeds: list[int], out: Path) -> Section:
 
         s_true = safety_score(simulate(test.u0, f_d, nu=cfg.nu, dt=cfg.dt))
         extra["guided_rate"].append(float((s_true <= sh_d + q_fin).float().mean()))
+    var[METHODS[4]]["coverage"] = list(extra["cov"])
 
     adj_tuned = next(k for k in res if k.endswith("(tuned)"))
     ours = res[METHODS[4]]
@@ -276,14 +341,30 @@ def safe_control(cfg: Config, seeds: list[int], out: Path) -> Section:
         ["guided test samples with s_true <= s_hat + Q (not covered by the guarantee)", _fmt(extra["guided_rate"])],
     ])
     sec.table("Released-code options, one at a time vs (d) (same post-trained model, instances and seeds)",
-              ["variant", "Q after InfFT", "guided test samples with s_hat + Q <= s0 (the method's certificate)",
+              ["variant", "Q after InfFT", "held-out coverage at that Q (calibration setting)",
+               "guided test samples with s_hat + Q <= s0 (the method's certificate)",
                "guided test samples with s_hat < 0 (impossible for s = max u^2)"],
-              [[n, _fmt(v["Q"]), _fmt(v["certified"]), _fmt(v["negative"])] for n, v in var.items()])
+              [[n, _fmt(v["Q"]), _fmt(v["coverage"]), _fmt(v["certified"]), _fmt(v["negative"])]
+               for n, v in var.items()])
+    pairs = [(VARIANTS[4], METHODS[4]), (v_state, METHODS[4]), (v_mask, VARIANTS[0]), (v_tie, METHODS[4])]
+    rows = []
+    for opt, ref in pairs:
+        if opt not in res or ref not in res:
+            continue
+        k = len(res[opt]["J"])
+        rows.append([opt, ref, k] + [_fmt(x[key][:k]) for key in ("J", "R_s") for x in (res[opt], res[ref])]
+                    + [_fmt(var[opt]["Q"]), _fmt(var[ref]["Q"][:k]), _fmt(var[opt]["coverage"]),
+                       _fmt(var[ref]["coverage"][:k])])
+    sec.table("Options vs their reference on the same seeds (mean ± sd over the option's seeds)",
+              ["option", "reference", "seeds", "J option", "J reference", "R_s option", "R_s reference",
+               "Q option", "Q reference", "held-out coverage option", "held-out coverage reference"], rows)
     sec.table(f"Why Q > s0: the pretrained model's safety-score error on the calibration set (true f inpainted, "
               f"n = {cfg.n_cal}, alpha = {cfg.alpha:g}, 1/(1 - alpha) = {1 / (1 - cfg.alpha):.0f})",
               ["quantity", "value"], [[k, _fmt(v)] for k, v in diag.items()])
     if sel_rows is not None:
-        sec.table("Tuned alike on the validation split (score J + R_s, lower is better; first seed)", *sel_rows)
+        sec.table(f"Tuned alike on the validation split ({cfg.n_val} instances of the first seed; score J + R_s, "
+                  f"lower is better; a choice at a grid edge extended by up to {cfg.tune_extend} steps)", *sel_rows)
+        sec.table("Every tuning trial (validation score J + R_s)", ["method", "value", "validation score"], trials)
     sec.table("Per-seed R_s and J of SafeDiffCon vs the baselines", ["seed", "R_s (d)", "R_s (a)", "R_s (b)",
                                                                      "R_s (c)", "J (d)", f"J {adj_tuned}"],
               [[s, ours["R_s"][k], res[METHODS[0]]["R_s"][k], res[METHODS[1]]["R_s"][k], res[METHODS[2]]["R_s"][k],
@@ -294,7 +375,11 @@ def safe_control(cfg: Config, seeds: list[int], out: Path) -> Section:
     grouped_bars({"J": {n: v["J"] for n, v in res.items()}}, out / "control_objective.png",
                  ylabel="J = mean (u(T) - u_d)^2", title="Control objective (re-simulated)")
     sec.figures += ["safety_rate.png", "control_objective.png"]
-    sec.notes.append(f"tuned: guidance_lambda={chosen['guidance_lambda']:g}, adjoint mu={chosen['mu']:g}")
+    sec.notes.append("tuned: " + ", ".join(f"{k}={v:g}" for k, v in chosen.items()))
+    if few:
+        sec.notes.append(f"rows marked [first {k_few} seeds] ran on seeds {seeds[:k_few]} only (each needs its own "
+                         "pretraining or post-training, or equals (d) by construction): compare them with their "
+                         "reference on the same seeds, table 'Options vs their reference'")
     return sec
 
 
