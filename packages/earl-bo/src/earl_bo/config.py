@@ -121,8 +121,8 @@ BUDGETS = Budgets(
     smoke=Config(seeds=1, benchmarks=("branin-2",), ablation=(), budget=2, timing_dims=(), timing_iters=1, shift=0.0,
                  ei_gps=1, ei_episodes=8, workers=1,
                  agent=replace(cpu(), episodes=4, off_policy_episodes=2, update_every=2, horizon=2, pretrain_tasks=1)),
-    quick=Config(seeds=3, benchmarks=("ackley-5",), ablation=("ackley-5",), budget=4, timing_dims=(5,),
-                 timing_iters=1, ei_gps=4, ei_episodes=32, agent=replace(cpu(), episodes=16, off_policy_episodes=8)),
+    quick=Config(seeds=3, benchmarks=("ackley-5",), ablation=("ackley-5",), budget=3, timing_dims=(),
+                 timing_iters=1, ei_gps=3, ei_episodes=24, agent=replace(cpu(), episodes=16, off_policy_episodes=8)),
     full=Config(),
 )
 """The main run (``earl-bo reproduce``): Ackley and Levy at d = 5, 10, the ablations, the H = 1 check, timing."""

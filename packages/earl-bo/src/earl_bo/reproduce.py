@@ -89,6 +89,8 @@ def _pool_map(fn, jobs: list, workers: int, order: list[int] | None = None) -> l
     if workers <= 1 or len(jobs) <= 1:
         return [fn(j) for j in jobs]
     order = list(range(len(jobs))) if order is None else order
+    import botorch  # noqa: F401  (imported once here, so that the forked workers inherit it instead of re-importing)
+
     ctx = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         res = list(pool.map(fn, [jobs[i] for i in order]))
