@@ -8,9 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 from icml25.claims import Claim, Report
-from icml25.cli_helpers import ReproduceOptions, method_main, run_reproduce
+from icml25.cli_helpers import ReproduceOptions, method_main, reproduce_command, run_reproduce
 from icml25.errors import ConfigKeyError, UserInputError, read_json, user_message
 from icml25.io import atomic_write_text
+from icml25.registry import Method
 from icml25.rundir import RunDir
 
 
@@ -160,3 +161,35 @@ def test_atomic_files_get_the_users_umask(tmp_path):
 
 def test_reproduce_options_have_threads():
     assert ReproduceOptions().threads is None
+
+
+@dataclass(frozen=True)
+class _TaskOptions(ReproduceOptions):
+    task: str = "main"
+
+
+def _by_task(*, task, quick, smoke, out, seed):
+    r = _ok(quick=quick, smoke=smoke, out=out, seed=seed)
+    r.title = f"task {task}"
+    return r
+
+
+@pytest.mark.parametrize("as_string", [False, True])
+def test_reproduce_command_runs_the_named_task(tmp_path, as_string, monkeypatch):
+    import sys
+    import types
+
+    mod = types.ModuleType("_icml25_by_task_demo")
+    mod.run = _by_task
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    by_task = f"{mod.__name__}:run" if as_string else _by_task
+    for method in (_method(_ok), Method(name="demo", title="Demo", venue="ICML 2025", url="u", reproduce=_ok)):
+        out = tmp_path / f"{as_string}-{type(method).__name__}"
+        cmd = reproduce_command(method, by_task=by_task)
+        assert cmd(_TaskOptions(out=out, quick=True, seed=3, quiet=True, task="hard")) == 0
+        assert json.loads((out / "results.json").read_text())["title"] == "task hard"
+        assert method.reproduce is _ok  # the method itself is left as it was
+        # negative control: without by_task the task field is not read and the method's own reproduce runs
+        plain = tmp_path / f"plain-{as_string}-{type(method).__name__}"
+        reproduce_command(method)(_TaskOptions(out=plain, quick=True, seed=3, quiet=True, task="hard"))
+        assert json.loads((plain / "results.json").read_text())["title"] == "Demo"

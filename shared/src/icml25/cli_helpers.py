@@ -194,12 +194,39 @@ def run_reproduce(method: Any, *, quick: bool, smoke: bool, out: Path, seed: int
     return report
 
 
-def reproduce_command(method: Any) -> Callable[[ReproduceOptions], int]:
+def reproduce_command(method: Any, *, by_task: Callable[..., Any] | str | None = None
+                      ) -> Callable[[ReproduceOptions], int]:
+    """The ``reproduce`` command of ``method``.
+
+    ``by_task``: for a package whose reproduce options add a ``task`` field (``reproduce --task NAME``), the function
+    run as ``by_task(task=opts.task, quick=, smoke=, out=, seed=)`` instead of ``method.reproduce``; a callable, or
+    ``"module:function"`` imported only when the command runs (so the CLI stays light to import).
+    """
+
     def _cmd(opts: ReproduceOptions) -> int:
         from icml25.registry import default_out
 
+        run = method
+        task = getattr(opts, "task", None)
+        if by_task is not None and task is not None:
+            import dataclasses
+            import functools
+            import importlib
+
+            fn = by_task
+            if isinstance(fn, str):
+                module, _, name = fn.partition(":")
+                fn = getattr(importlib.import_module(module), name)
+            bound = functools.partial(fn, task=task)
+            if dataclasses.is_dataclass(method):
+                run = dataclasses.replace(method, reproduce=bound)
+            else:
+                import copy
+
+                run = copy.copy(method)
+                run.reproduce = bound
         out = opts.out if opts.out is not None else default_out(method.name)
-        run_reproduce(method, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed,
+        run_reproduce(run, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed,
                       overwrite=opts.overwrite, quiet=opts.quiet)
         return 0
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
-from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, run_reproduce
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from earl_bo.config import AgentConfig, cpu
 from earl_bo.registry import METHOD
@@ -148,33 +147,18 @@ class EarlBoReproduceOptions(ReproduceOptions):
     hpo-digits: the hyper-parameter tuning task alone (HistGradientBoosting on sklearn's digits, about 5 minutes)."""
 
 
-def reproduce_command(opts: EarlBoReproduceOptions) -> int:
-    from icml25.registry import default_out
-
+def reproduce_cmd(opts: EarlBoReproduceOptions) -> int:
     from earl_bo.config import TASKS
     from earl_bo.errors import EarlBoError
 
     if opts.task not in TASKS:
         raise EarlBoError(f"--task must be one of {', '.join(TASKS)}, got {opts.task!r}")
-    out = opts.out if opts.out is not None else default_out(METHOD.name)
-
-    class _Method:
-        name, title, venue, url = METHOD.name, METHOD.title, METHOD.venue, METHOD.url
-
-        @staticmethod
-        def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int):
-            from earl_bo.reproduce import reproduce
-
-            return reproduce(quick=quick, smoke=smoke, out=out, seed=seed, task=opts.task)
-
-    run_reproduce(_Method, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed, overwrite=opts.overwrite,
-                  quiet=opts.quiet, device="cpu")
-    return 0
+    return reproduce_command(METHOD, by_task="earl_bo.reproduce:reproduce")(opts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     return method_main(METHOD, {
         "optimize": (OptimizeOptions, optimize_command),
         "benchmark": (BenchmarkOptions, benchmark_command),
-        "reproduce": (EarlBoReproduceOptions, reproduce_command),
+        "reproduce": (EarlBoReproduceOptions, reproduce_cmd),
     }, argv=argv)

@@ -165,20 +165,7 @@ class HabiReproduceOptions(ReproduceOptions):
 
 
 def reproduce_cmd(opts: HabiReproduceOptions) -> int:
-    if opts.task == "main":
-        return reproduce_command(METHOD)(opts)
-    from dataclasses import replace as _replace
-
-    from icml25.cli_helpers import run_reproduce
-    from icml25.registry import default_out
-
-    from habi.reproduce import reproduce
-
-    method = _replace(METHOD, reproduce=lambda **kw: reproduce(task=opts.task, **kw))
-    out = opts.out if opts.out is not None else default_out(METHOD.name)
-    run_reproduce(method, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed, overwrite=opts.overwrite,
-                  quiet=opts.quiet)
-    return 0
+    return reproduce_command(METHOD, by_task="habi.reproduce:reproduce")(opts)
 
 
 def habitize_cmd(cfg: HabitizeCliConfig) -> int:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, run_reproduce
+from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from kea.registry import METHOD
 
@@ -148,25 +148,6 @@ class KeaReproduceOptions(ReproduceOptions):
     continuous: SparseMountainCar with continuous SAC modules (longer)."""
 
 
-def reproduce_command(opts: KeaReproduceOptions) -> int:
-    from icml25.registry import default_out
-
-    out = opts.out if opts.out is not None else default_out(METHOD.name)
-
-    class _Method:
-        name, title, venue, url = METHOD.name, METHOD.title, METHOD.venue, METHOD.url
-
-        @staticmethod
-        def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int):
-            from kea.reproduce import reproduce
-
-            return reproduce(quick=quick, smoke=smoke, out=out, seed=seed, task=opts.task)
-
-    run_reproduce(_Method, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed, overwrite=opts.overwrite,
-                  quiet=opts.quiet, device="cpu")
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     return method_main(METHOD, {"train": (TrainConfig, train), "evaluate": (EvaluateConfig, evaluate),
-                                "reproduce": (KeaReproduceOptions, reproduce_command)}, argv=argv)
+                                "reproduce": (KeaReproduceOptions, reproduce_command(METHOD, by_task="kea.reproduce:reproduce"))}, argv=argv)

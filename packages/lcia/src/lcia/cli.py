@@ -148,18 +148,7 @@ class LciaReproduceOptions(ReproduceOptions):
 
 
 def reproduce_cmd(opts: LciaReproduceOptions) -> int:
-    if opts.task == "main":
-        return reproduce_command(METHOD)(opts)
-    from icml25.cli_helpers import run_reproduce
-    from icml25.registry import default_out
-
-    from lcia.reproduce import reproduce
-
-    method = replace(METHOD, reproduce=lambda **kw: reproduce(task=opts.task, **kw))
-    out = opts.out if opts.out is not None else default_out(METHOD.name)
-    run_reproduce(method, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed, overwrite=opts.overwrite,
-                  quiet=opts.quiet)
-    return 0
+    return reproduce_command(METHOD, by_task="lcia.reproduce:reproduce")(opts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, run_reproduce
+from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from lift.registry import METHOD
 
@@ -185,25 +185,6 @@ class LiftReproduceOptions(ReproduceOptions):
     subtraction target (a task the tiny model learns: 200 steps), Full FT / LoRA / LIFT tuned alike, 5 seeds."""
 
 
-def reproduce_command(opts: LiftReproduceOptions) -> int:
-    from icml25.registry import default_out
-
-    out = opts.out if opts.out is not None else default_out(METHOD.name)
-
-    class _Method:
-        name, title, venue, url = METHOD.name, METHOD.title, METHOD.venue, METHOD.url
-
-        @staticmethod
-        def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int):
-            from lift.reproduce import reproduce
-
-            return reproduce(quick=quick, smoke=smoke, out=out, seed=seed, task=opts.task)
-
-    run_reproduce(_Method, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed, overwrite=opts.overwrite,
-                  quiet=opts.quiet, device="cpu")
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     return method_main(METHOD, {"train": (TrainConfig, train), "evaluate": (EvaluateConfig, evaluate),
-                                "reproduce": (LiftReproduceOptions, reproduce_command)}, argv=argv)
+                                "reproduce": (LiftReproduceOptions, reproduce_command(METHOD, by_task="lift.reproduce:reproduce"))}, argv=argv)
