@@ -247,6 +247,23 @@ def test_optimize_runs_and_improves_the_best_so_far():
         assert ((r.X >= obj.bounds[0]) & (r.X <= obj.bounds[1])).all()
 
 
+def test_optimize_depends_on_its_seed_only_and_leaves_the_global_generator_alone():
+    from earl_bo.bo import optimize
+    from earl_bo.objectives import make_objective
+
+    obj = make_objective("branin", 2)
+    runs = []
+    for before in (0, 12345):  # a different global torch state before each run (a worker's earlier jobs)
+        torch.manual_seed(before)
+        torch.rand(7)
+        state = torch.get_rng_state()
+        runs.append(optimize(obj.f, obj.bounds, n_init=4, budget=2, method="turbo", seed=0).X)
+        assert torch.equal(torch.get_rng_state(), state)  # forked: the caller's generator is untouched
+    np.testing.assert_array_equal(runs[0], runs[1])
+    other = optimize(obj.f, obj.bounds, n_init=4, budget=2, method="turbo", seed=1).X
+    assert not np.array_equal(other, runs[0])  # negative control: the seed matters
+
+
 @pytest.mark.slow
 def test_lookahead_baseline_runs():
     from earl_bo.bo import optimize

@@ -106,6 +106,15 @@ def optimize(objective: Callable[[np.ndarray], float], bounds, *, n_init: int = 
         raise EarlBoError(f"budget must be an integer >= 1, got {budget!r}")
     if method not in METHODS:
         raise EarlBoError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    # torch's global generator (GP-fit restarts, botorch's raw samples) is forked and seeded from ``seed``: a run
+    # depends on its seed only, not on what the process drew before it (a worker's earlier jobs, the caller's state)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        return _optimize(objective, b, n_init=int(n_init), budget=int(budget), method=method, seed=seed,
+                         options=options, callback=callback)
+
+
+def _optimize(objective, b, *, n_init, budget, method, seed, options, callback) -> Result:
     strategy = make_strategy(method, b, seed=seed, options=options)
     X = initial_design(b, int(n_init), seed=seed)
     y = np.array([_evaluate(objective, x) for x in X])
