@@ -73,16 +73,21 @@ def test_behaviour_action_comes_from_the_flagged_module():
 @pytest.mark.parametrize("variant,switch_on", [("KEA-RND", "intrinsic"), ("KEA-NovelD", "intrinsic"),
                                                ("KEA-NovelD", "rnd")])
 def test_switch_happens_exactly_where_the_signal_exceeds_sigma(variant, switch_on):
-    ag = make_agent(variant, DeepSea(size=5), switch_on=switch_on, seed=0, **SMALL)
-    ag.learn(400)
+    # 4 parallel envs: 4 transitions per (costly) vector step, and the per-env flags are exercised
+    def venv():
+        return make_vec_env(lambda: DeepSea(size=5), num_envs=4)
+
+    kw = dict(SMALL, train_freq=16, gradient_steps=2)
+    ag = make_agent(variant, venv(), switch_on=switch_on, seed=0, **kw)
+    ag.learn(320)
     ls = SMALL["learning_starts"]
     sig, sw = np.array(ag.trace.signal[ls:]), np.array(ag.trace.switched[ls:])
     ok = ~np.isnan(sig)
     np.testing.assert_array_equal(sw[ok], sig[ok] > 1.0)
     assert not sw[~ok].any() and 0 < sw.sum() < len(sw)  # both modules acted: the check is not vacuous
     # negative control: σ = +∞ never switches on the same stream
-    ag2 = make_agent(variant, DeepSea(size=5), switch_on=switch_on, switch_threshold=math.inf, seed=0, **SMALL)
-    ag2.learn(400)
+    ag2 = make_agent(variant, venv(), switch_on=switch_on, switch_threshold=math.inf, seed=0, **kw)
+    ag2.learn(160)
     assert not any(ag2.trace.switched)
 
 

@@ -60,7 +60,7 @@ def test_reproduce_smoke(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task", ["deepsea-large", "continuous"])
+@pytest.mark.parametrize("task", ["deepsea-large", "continuous", "ablation"])
 def test_reproduce_smoke_other_tasks(tmp_path, task):
     from icml25.claims import validate_results
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from icml25.experiment import seeds_for
 from kea import reproduce as R
-from kea.config import BUDGETS, LARGE
+from kea.config import ABLATION, BUDGETS, LARGE
 from kea.envs import DeepSea
 
 
@@ -70,3 +70,24 @@ def test_solve_episode_and_coverage_readout():
     assert R.solve_episode({"solved_episode": 30}, 400) == 30.0
     r = {"coverage": [[20, 5], [40, 9], [60, 12]]}
     assert R.coverage_at(r, 45) == 9.0 and R.coverage_at(r, 1000) == 12.0 and R.coverage_at(r, 10) == 0.0
+
+
+def test_ablation_uses_new_seeds_and_passes_its_options_to_the_agent():
+    full = ABLATION.pick()
+    ab_seeds, main_seeds = seeds_for(full, 0), seeds_for(BUDGETS.pick(), 0)
+    assert len(ab_seeds) >= 10 and not set(ab_seeds) & set(main_seeds)  # a replication on new seeds
+    assert not set(ab_seeds) & set(R.validation_split(BUDGETS.pick(), main_seeds)["validation"]["seeds"])
+    assert full.sizes == (10,) and full.episodes == BUDGETS.pick().episodes  # the main run's instance and budget
+    labels = [lab for lab, *_ in R.OPTION_ROWS]
+    assert any("never" in lab for lab in labels)
+    for _lab, v, opts in R.OPTION_ROWS:
+        job = R.ds_job(full, v, 5, 3e-3, size=10, episodes=10, mapping_seed=42, options=opts)
+        assert all(job["agent_kwargs"][k] == val for k, val in opts.items())
+    # negative control: without options the agent gets the defaults (no standard_update / σ override)
+    plain = R.ds_job(full, "KEA-RND", 5, 3e-3, size=10, episodes=10, mapping_seed=42)["agent_kwargs"]
+    assert "standard_update" not in plain and "switch_threshold" not in plain
+
+
+def test_every_tuning_grid_has_at_least_three_points_and_may_extend():
+    for cfg in (BUDGETS.pick(), LARGE.pick()):
+        assert len(cfg.lr_grid) >= 3 and cfg.extend >= 1

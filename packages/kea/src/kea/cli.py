@@ -143,9 +143,10 @@ def evaluate(cfg: EvaluateConfig) -> int:
 class KeaReproduceOptions(ReproduceOptions):
     """Run KEA and its baselines side by side and measure the paper's claims."""
 
-    task: Literal["main", "deepsea-large", "continuous"] = "main"
+    task: Literal["main", "deepsea-large", "continuous", "ablation"] = "main"
     """main: DeepSea N=10 + cost per size (the committed full run); deepsea-large: DeepSea N=14 and 20 (longer);
-    continuous: SparseMountainCar with continuous SAC modules (longer)."""
+    continuous: SparseMountainCar with continuous SAC modules (longer); ablation: KEA-RND vs RND-SAC on 10 more
+    seeds of N=10, and KEA-RND with the released gate and with σ=0.5."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,7 +2,8 @@
 
 ``BUDGETS`` is the main run (``kea reproduce [--quick|--smoke]``: DeepSea N = 10 with the released update schedule,
 4 parallel environments and prioritised replay, plus the cost per size); ``LARGE`` is
-``kea reproduce --task deepsea-large`` (N = 14 and 20, which do not fit the main run's time).
+``kea reproduce --task deepsea-large`` (N = 14 and 20, which do not fit the main run's time); ``ABLATION`` is
+``kea reproduce --task ablation`` (KEA-RND vs RND-SAC on 10 more seeds, and KEA-RND's switch/gate options).
 """
 
 from __future__ import annotations
@@ -16,20 +17,24 @@ from icml25.experiment import Budgets
 class Config:
     """One budget of ``reproduce``. Episode counts include the random warm-up; all agents get the same budget."""
 
-    seeds: int = 5
-    """Test seeds (agent, warm-up actions and environment seeds; every agent of a seed shares them)."""
+    seeds: int | tuple[int, ...] = 5
+    """Test seeds (agent, warm-up actions and environment seeds; every agent of a seed shares them); a tuple gives
+    explicit offsets from ``--seed`` (the ablation task uses seeds 5–14, disjoint from the main run's 0–4)."""
     val_seeds: int = 1
     """Validation seeds per tuning point (agent seeds 10000, 10001, …; never test seeds)."""
-    lr_grid: tuple[float, ...] = (1e-3, 3e-3)
+    lr_grid: tuple[float, ...] = (1e-3, 3e-3, 1e-2)
     """Learning-rate grid (actor and critic) every agent is tuned on: same grid, same budget."""
-    extend: int = 0
-    """Grid extensions allowed when a choice sits at an edge (icml25.tuning)."""
+    extend: int = 1
+    """Grid extensions allowed when a choice sits at an edge (icml25.tuning: one more ×3.16 step beyond it)."""
     val_size: int = 6
     """DeepSea N of the validation instance (a different action mapping from the test instance)."""
     val_episodes: int = 300
     """Episode budget of a validation run."""
     val_warmup_episodes: int = 50
     """Random warm-up episodes of a validation run (shorter than the test runs' so that tuning sees learning)."""
+    val_eval_every: int = 10
+    """Greedy evaluation every this many episodes in a validation run (finer than the test runs' so that grid
+    points are rarely tied)."""
     sizes: tuple[int, ...] = (10,)
     """DeepSea N of the test runs."""
     episodes: int = 560
@@ -60,25 +65,30 @@ class Config:
     """Transitions of a throughput run (including the warm-up)."""
     workers: int = 2
     """Worker processes (one torch thread each)."""
+    ablation_lr: float = 3e-3
+    """Learning rate of every agent of the ablation task (not tuned there: the earlier main runs chose 3e-3 for
+    every novelty agent)."""
+    option_seeds: int = 5
+    """Ablation task: the option rows (released gate, σ) run on the first this many of its seeds."""
 
 
 BUDGETS = Budgets(
-    smoke=Config(seeds=1, lr_grid=(1e-3,), val_size=3, val_episodes=16, val_warmup_episodes=8, sizes=(3,),
+    smoke=Config(seeds=1, lr_grid=(1e-3,), extend=0, val_size=3, val_episodes=16, val_warmup_episodes=8, sizes=(3,),
                  episodes=24, warmup_episodes=8,
                  eval_every=8, coverage_episode=16, num_envs=2, train_freq=8, gradient_steps=1, hidden=16,
                  batch_size=16, cost_sizes=(3,), cost_grid=3, cost_warmup=16, cost_steps=48, workers=1),
-    quick=Config(seeds=3, val_size=4, val_episodes=80, val_warmup_episodes=16, sizes=(5,), episodes=160,
+    quick=Config(seeds=3, extend=0, val_size=4, val_episodes=80, val_warmup_episodes=16, sizes=(5,), episodes=160,
                  warmup_episodes=40,
                  eval_every=8, coverage_episode=80, cost_sizes=(5, 8), cost_grid=5, cost_warmup=64, cost_steps=192),
     full=Config(),
 )
 
 LARGE = Budgets(
-    smoke=Config(seeds=1, lr_grid=(1e-3,), val_size=3, val_episodes=16, val_warmup_episodes=8, sizes=(4,),
+    smoke=Config(seeds=1, lr_grid=(1e-3,), extend=0, val_size=3, val_episodes=16, val_warmup_episodes=8, sizes=(4,),
                  episodes=24, warmup_episodes=8,
                  eval_every=8, coverage_episode=16, num_envs=2, train_freq=8, gradient_steps=1, hidden=16,
                  batch_size=16, cost_sizes=(), workers=1),
-    quick=Config(seeds=3, sizes=(8,), episodes=300, warmup_episodes=100, coverage_episode=200, cost_sizes=()),
+    quick=Config(seeds=3, extend=0, sizes=(8,), episodes=300, warmup_episodes=100, coverage_episode=200, cost_sizes=()),
     full=Config(sizes=(14, 20), episodes=1200, coverage_episode=300, cost_sizes=()),
 )
 
@@ -91,9 +101,9 @@ class ContinuousConfig:
     """Test seeds."""
     val_seeds: int = 1
     """Validation seeds per tuning point (agent and env seeds 10000, …; never test seeds)."""
-    lr_grid: tuple[float, ...] = (1e-3, 3e-3)
+    lr_grid: tuple[float, ...] = (1e-3, 3e-3, 1e-2)
     """Learning-rate grid every agent is tuned on."""
-    extend: int = 0
+    extend: int = 1
     """Grid extensions allowed at an edge."""
     episode_steps: int = 300
     """Episode length (truncation) of SparseMountainCar."""
@@ -120,9 +130,21 @@ class ContinuousConfig:
 
 
 CONTINUOUS = Budgets(
-    smoke=ContinuousConfig(seeds=1, lr_grid=(1e-3,), episode_steps=20, steps=160, val_steps=80, warmup=64,
+    smoke=ContinuousConfig(seeds=1, lr_grid=(1e-3,), extend=0, episode_steps=20, steps=160, val_steps=80, warmup=64,
                            eval_every=4, num_envs=2, train_freq=8, gradient_steps=1, hidden=16, batch_size=16,
                            workers=1),
-    quick=ContinuousConfig(seeds=3, steps=4000, val_steps=2000, warmup=1000),
+    quick=ContinuousConfig(seeds=3, extend=0, steps=4000, val_steps=2000, warmup=1000),
     full=ContinuousConfig(),
 )
+
+
+ABLATION = Budgets(
+    smoke=Config(seeds=(5,), lr_grid=(1e-3,), extend=0, sizes=(3,), episodes=24, warmup_episodes=8, eval_every=8,
+                 num_envs=2, train_freq=8, gradient_steps=1, hidden=16, batch_size=16, cost_sizes=(), workers=1,
+                 ablation_lr=1e-3, option_seeds=1),
+    quick=Config(seeds=(5, 6, 7), extend=0, sizes=(5,), episodes=160, warmup_episodes=40, eval_every=8,
+                 cost_sizes=(), option_seeds=2),
+    full=Config(seeds=tuple(range(5, 15)), sizes=(10,), cost_sizes=()),
+)
+"""``kea reproduce --task ablation``: KEA-RND vs RND-SAC on 10 more seeds (5–14) of the main run's DeepSea N = 10
+instance, plus KEA-RND option rows (the released dead gate ``standard_update="never"``, σ = 0.5) on seeds 5–9."""

@@ -14,8 +14,9 @@ all with the released DeepSea regime: 4 parallel environments (gymnasium ``SyncV
    its own target claim (≤ 2×).
 
 ``reproduce(task="deepsea-large")`` runs experiment 1 with :data:`kea.config.LARGE` (N = 14, 20);
-``reproduce(task="continuous")`` runs :func:`continuous` (SparseMountainCar, continuous SAC modules). Jobs are fanned
-out over two forked worker processes with one torch thread each.
+``reproduce(task="continuous")`` runs :func:`continuous` (SparseMountainCar, continuous SAC modules);
+``reproduce(task="ablation")`` runs :func:`ablation` (KEA-RND vs RND-SAC on 10 more seeds, KEA-RND's gate and σ
+options). Jobs are fanned out over two forked worker processes with one torch thread each.
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ import numpy as np
 from icml25.claims import Claim, Report, fmt_seeds
 from icml25.experiment import Section, run_experiments
 
-from kea.config import BUDGETS, CONTINUOUS, LARGE, Config, ContinuousConfig
+from kea.config import ABLATION, BUDGETS, CONTINUOUS, LARGE, Config, ContinuousConfig
 
 VARIANT_NAMES = ("SAC", "RND-SAC", "NovelD-SAC", "KEA-RND", "KEA-NovelD")
 PAIRS = (("KEA-RND", "RND-SAC"), ("KEA-NovelD", "NovelD-SAC"))
-TASKS = ("main", "deepsea-large", "continuous")
+TASKS = ("main", "deepsea-large", "continuous", "ablation")
 PAPER = ("KEA paper (ICML 2025), abstract and Sec. 4: KEA 'significantly improves learning efficiency and "
          "robustness in sparse reward setups' vs RND-/NovelD-SAC (DeepSea N = 10 … 30, learning curves); no table "
          "values are available to us")
@@ -71,9 +72,13 @@ def agent_kwargs(cfg: Config, size: int, lr: float, episodes: int, *, warmup: in
 
 
 def ds_job(cfg: Config, variant: str, seed: int, lr: float, *, size: int, episodes: int,
-           mapping_seed: int, warmup: int | None = None) -> dict[str, Any]:
+           mapping_seed: int, warmup: int | None = None, eval_every: int | None = None,
+           options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One DeepSea run; ``options`` are extra ``KEA`` keyword arguments (the ablation's option rows)."""
+    kw = agent_kwargs(cfg, size, lr, episodes, warmup=warmup)
+    kw.update(options or {})
     return dict(task="deepsea", variant=variant, seed=seed, size=size, steps=episodes * size,
-                agent_kwargs=agent_kwargs(cfg, size, lr, episodes, warmup=warmup), eval_every=cfg.eval_every,
+                agent_kwargs=kw, eval_every=cfg.eval_every if eval_every is None else eval_every,
                 stop_when_solved=True, mapping_seed=mapping_seed, num_envs=cfg.num_envs)
 
 
@@ -142,7 +147,8 @@ def tune(cfg: Config, seeds: list[int], pool: _Pool, *, variants: tuple[str, ...
         key = (v, float(lr))
         if key not in cache:
             cache[key] = [pool.submit(ds_job(cfg, v, s, lr, size=val["size"], episodes=cfg.val_episodes,
-                                             mapping_seed=val["mapping_seed"], warmup=cfg.val_warmup_episodes))
+                                             mapping_seed=val["mapping_seed"], warmup=cfg.val_warmup_episodes,
+                                             eval_every=cfg.val_eval_every))
                           for s in val["seeds"]]
         return cache[key]
 
@@ -239,7 +245,7 @@ def deepsea(cfg: Config, seeds: list[int], out: Path) -> Section:
         f"{cfg.hidden}, {cfg.warmup_episodes} random warm-up episodes (shared within a seed), greedy evaluation of "
         f"both modules every {cfg.eval_every} episodes; a run stops once a greedy module returns ≥ 0.99.",
         f"Validation: N={cfg.val_size}, mapping_seed={VAL_MAPPING_SEED}, {cfg.val_episodes} episodes "
-        f"({cfg.val_warmup_episodes} warm-up), seeds "
+        f"({cfg.val_warmup_episodes} warm-up, greedy evaluation every {cfg.val_eval_every}), seeds "
         f"{list(split['validation']['seeds'])}; lr grid {list(cfg.lr_grid)}, extension of an edge choice allowed "
         f"{cfg.extend} time(s).",
     ]
@@ -347,6 +353,65 @@ def continuous(cfg: ContinuousConfig, seeds: list[int], out: Path) -> Section:
     return sec
 
 
+OPTION_ROWS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("KEA-RND, standard_update='never' (released: the gate never opens)", "KEA-RND", {"standard_update": "never"}),
+    ("KEA-RND, σ = 0.5 (switch more often)", "KEA-RND", {"switch_threshold": 0.5}),
+)
+"""The ablation's option rows: (label, variant, extra ``KEA`` keyword arguments)."""
+
+
+def ablation(cfg: Config, seeds: list[int], out: Path) -> Section:
+    """KEA-RND vs RND-SAC on more seeds of the main run's DeepSea instance (a replication of the main claim with
+    new seeds), and KEA-RND's options on the first ``cfg.option_seeds`` of them. Fixed lr for every row
+    (``cfg.ablation_lr``); same regime, budget and warm-up as the main run."""
+    sec = Section("ablation")
+    n, budget = cfg.sizes[0], cfg.episodes
+    opt_seeds = seeds[:cfg.option_seeds]
+    rows_spec = [("RND-SAC", "RND-SAC", {}, seeds), ("KEA-RND (paper default)", "KEA-RND", {}, seeds)]
+    rows_spec += [(label, v, opts, opt_seeds) for label, v, opts in OPTION_ROWS]
+    jobs = [(label, ds_job(cfg, v, s, cfg.ablation_lr, size=n, episodes=budget, mapping_seed=TEST_MAPPING_SEED,
+                           options=opts))
+            for label, v, opts, ss in rows_spec for s in ss]
+    order = sorted(range(len(jobs)), key=lambda i: -(2 if jobs[i][1]["variant"].startswith("KEA") else 1))
+    pool = _Pool(cfg.workers)
+    try:
+        futs = {i: pool.submit(jobs[i][1]) for i in order}
+        results = [(jobs[i][0], futs[i].result()) for i in range(len(jobs))]
+    finally:
+        pool.close()
+    per: dict[str, dict[str, list]] = {}
+    rows = []
+    for label, _v, _o, ss in rows_spec:
+        rs = sorted([r for lab, r in results if lab == label], key=lambda r: r["seed"])
+        per[label] = {"solve": [solve_episode(r, budget) for r in rs],
+                      "solved": [r["solved_episode"] is not None for r in rs]}
+        gates = [r["gate_open_step"] is not None for r in rs] if "KEA" in label else []
+        rows.append([label, f"{ss[0]}–{ss[-1]}", _fmt(per[label]["solve"]),
+                     f"{sum(per[label]['solved'])}/{len(rs)}",
+                     _fmt([r["first_success_episode"] or budget for r in rs]),
+                     _fmt([r["switch_fraction"] for r in rs]),
+                     f"{sum(gates)}/{len(gates)}" if gates else "–", _fmt([r["steps_per_s"] for r in rs])])
+    sec.table(f"DeepSea N={n} ablation (bsuite instance, {budget} episodes, lr {cfg.ablation_lr:g} for every row)",
+              ["agent", "seeds", f"episodes to solve (greedy ≥ 0.99; unsolved = {budget})", "seeds solved",
+               "episodes to first success", "switch fraction", "gate opened", "env steps/s"], rows)
+    a, b = "KEA-RND (paper default)", "RND-SAC"
+    sec.add(Claim.compare(
+        claim=f"DeepSea N={n}, seeds {seeds[0]}–{seeds[-1]}: KEA-RND solves the task in fewer episodes than RND-SAC",
+        metric=f"episodes until a greedy module returns ≥ 0.99 (unsolved = budget {budget})",
+        ours=per[a]["solve"], baseline=per[b]["solve"], baseline_name="RND-SAC", paper=PAPER, kind="paper",
+        higher_is_better=False, paired=True,
+        note=f"replication of the main run's claim on {len(seeds)} new seeds (main run: seeds 0–4), paired by seed; "
+             f"{sum(per[a]['solved'])}/{len(seeds)} vs {sum(per[b]['solved'])}/{len(seeds)} seeds solved; lr "
+             f"{cfg.ablation_lr:g} for both (not tuned in this task)"))
+    sec.notes += [
+        f"Ablation: the same regime as the main run ({cfg.num_envs} envs, PER, {cfg.gradient_steps} gradient steps "
+        f"every {cfg.train_freq} transitions, {cfg.warmup_episodes} random warm-up episodes, β_e = N, β_i = 0.3, "
+        f"α = 0.1) with lr {cfg.ablation_lr:g} for every row. Option rows run on seeds {opt_seeds} and are "
+        "descriptive (no verdict): with 5 seeds only large effects would be visible.",
+    ]
+    return sec
+
+
 EXPERIMENTS = [deepsea, cost]
 
 
@@ -358,6 +423,8 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int, task: str = "ma
         return run_experiments("kea", [deepsea], LARGE, quick=quick, smoke=smoke, out=out, seed=seed)
     if task == "continuous":
         return run_experiments("kea", [continuous], CONTINUOUS, quick=quick, smoke=smoke, out=out, seed=seed)
+    if task == "ablation":
+        return run_experiments("kea", [ablation], ABLATION, quick=quick, smoke=smoke, out=out, seed=seed)
     return run_experiments("kea", EXPERIMENTS, BUDGETS, quick=quick, smoke=smoke, out=out, seed=seed)
 
 
