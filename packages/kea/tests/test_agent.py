@@ -91,6 +91,30 @@ def test_switch_happens_exactly_where_the_signal_exceeds_sigma(variant, switch_o
     assert not any(ag2.trace.switched)
 
 
+def test_switch_signal_is_the_released_normalisation_of_the_next_state():
+    """Audit of the switch (issue 33): the flag for the next action is 1[z(s_{t+1}) > σ] with
+    z = clip((e − μ')/(σ' + 1e-8), −2, 2), where (μ', σ'²) is the EMA (momentum 0.9 with 4 envs) already updated
+    with this step's 4 novelties e, and e comes from the predictor *before* this step's RND training (as released)."""
+    import copy
+
+    ag = make_agent("KEA-RND", make_vec_env(lambda: DeepSea(size=5), num_envs=4), seed=0, **SMALL)
+    ag.learn(48)  # 12 vector steps: the 13th is the 3rd step of an episode (not terminal)
+    pred = copy.deepcopy(ag.rnd.predictor)
+    m, v = float(ag.rnd.stats.mean), float(ag.rnd.stats.var)
+    ag.learn(4)
+    nxt = torch.as_tensor(ag.buffer.next_observations[48:52])
+    with torch.no_grad():
+        e = (pred(nxt) - ag.rnd.target(nxt)).pow(2).mean(-1).double().numpy()
+    m2 = 0.9 * m + 0.1 * e.mean()
+    v2 = 0.9 * v + 0.1 * np.mean((e - m2) ** 2)
+    z = np.clip((e - m2) / (np.sqrt(v2) + 1e-8), -2.0, 2.0)
+    np.testing.assert_allclose(ag._signal, z, atol=1e-4)
+    np.testing.assert_array_equal(ag._flags, ag._signal > 1.0)
+    # control: the statistics before this step's update give a visibly different z
+    z_old = np.clip((e - m) / (np.sqrt(v) + 1e-8), -2.0, 2.0)
+    assert np.abs(z_old - z).max() > 1e-3
+
+
 def test_kea_noveld_switches_on_its_noveld_reward_not_on_rnd_novelty():
     """The signal of the default KEA-NovelD is r_NovelD(s, s') of the transition; switch_on='rnd' gives z(s')."""
     env = DeepSea(size=5)
