@@ -26,9 +26,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def tensorly_em(tensor, mask, *, rank: int, n_sweeps: int, seed: int) -> dict[str, Any]:
-    """EM-ALS as tensorly runs it: ``tl.decomposition.parafac(mask=…)`` from our N(0, 0.1²) start (weights 1, no
-    normalisation, tol 0). tensorly imputes the missing entries once per sweep (after all modes; the first sweep
+def tensorly_em(tensor, mask, *, rank: int, n_sweeps: int, seed: int, ridge: float = 0.0) -> dict[str, Any]:
+    """EM-ALS as tensorly runs it: ``tl.decomposition.parafac(mask=…, l2_reg=ridge)`` from our N(0, 0.1²) start
+    (weights 1, no normalisation, tol 0). tensorly imputes the missing entries once per sweep (after all modes; the first sweep
     sees them as 0), where our ``"em"`` re-imputes before every mode update."""
     import time
 
@@ -41,7 +41,7 @@ def tensorly_em(tensor, mask, *, rank: int, n_sweeps: int, seed: int) -> dict[st
     clean = np.where(mask, tensor, 0.0)
     t0 = time.perf_counter()
     cp = tl.decomposition.parafac(clean, rank, n_iter_max=n_sweeps, init=CPTensor((np.ones(rank), init)),
-                                  mask=mask.astype(np.float64), tol=0, normalize_factors=False)
+                                  mask=mask.astype(np.float64), tol=0, normalize_factors=False, l2_reg=ridge)
     dt = time.perf_counter() - t0
     full = cp_reconstruct(cp.factors)
     test_where = ~mask & np.isfinite(tensor)
@@ -51,13 +51,19 @@ def tensorly_em(tensor, mask, *, rank: int, n_sweeps: int, seed: int) -> dict[st
 
 
 def timed_run(tensor, mask, variant: str, *, rank: int, n_sweeps: int, seed: int, tol: float = 1e-3,
-              loop_sweeps: int = 1, stop_rule: str = "step", max_inner: int = 1024) -> dict[str, Any]:
-    """One completion run of a named variant; returns times, inner updates and errors."""
+              loop_sweeps: int = 1, stop_rule: str = "step", max_inner: int = 1024, ridge: float = 0.0,
+              n_samples: int | None = None) -> dict[str, Any]:
+    """One completion run of a named variant; returns times, inner updates and errors.
+
+    The held-out RRE is over the entries outside ``mask`` where ``tensor`` is finite: to score on a validation
+    split of Ω only, pass the tensor with every entry outside Ω set to NaN and the fitting part of Ω as ``mask``."""
     if variant == "em-tensorly":
-        return tensorly_em(tensor, mask, rank=rank, n_sweeps=n_sweeps, seed=seed)
-    kw = dict(VARIANTS[variant])
+        return tensorly_em(tensor, mask, rank=rank, n_sweeps=n_sweeps, seed=seed, ridge=ridge)
+    kw = dict(VARIANTS[variant], ridge=ridge)
     if kw["solver"] == "lifted":
         kw.update(tol=tol, stop_rule=stop_rule, max_inner=max_inner)
+        if kw.get("sampled"):
+            kw.update(n_samples=n_samples)
     sweeps = loop_sweeps if variant == "direct-loop" else n_sweeps
     _, h = cp_complete(tensor, mask, rank=rank, n_sweeps=sweeps, seed=seed, track_error=variant != "direct-loop",
                        **kw)

@@ -93,6 +93,23 @@ class Config:
     """Fitted CP rank on the 8 × 8 × 1797 digits (two modes have only 8 rows)."""
     tucker_shape: tuple[int, ...] = (30, 30, 30)
     """Tensor shape of the Kronecker (Tucker core) black-box experiment."""
+    val_frac: float = 0.1
+    """Share of Ω held out as the validation split on which ε and ridge λ are chosen (never the test entries)."""
+    grid_extend: int = 2
+    """Times a tuned knob chosen at an edge of its grid is extended one step beyond it (ε: ×3 up to 0.9 or ÷10;
+    λ: ×10 upward; λ = 0 is the boundary of λ ≥ 0)."""
+    ridge_kinds: tuple[str, ...] = ("gaussian", "digits")
+    """Tensors of the ridge experiment (the ones on which the unregularised solvers over-fit)."""
+    ridge_grid: tuple[float, ...] = (0.0, 0.01, 0.1, 1.0, 10.0)
+    """Ridge λ grid, the same for every solver (direct, both EM-ALS, lifted + accel)."""
+    ridge_seeds: int = 3
+    """Seeds of the ridge experiment (the issue's 3; each tunes λ per solver on its own validation split)."""
+    ridge_eps: float = 0.01
+    """ε of lifted + acceleration in the ridge experiment (fixed; λ is its only tuned knob, as for the others)."""
+    sample_factors: tuple[int, ...] = (8, 16, 32, 64, 128, 256)
+    """Leverage-sampled rows per inner update, as multiples c of R (s = c·R; the default is 64·R)."""
+    sampling_p: float = 0.1
+    """Sample ratio p of the accuracy-vs-sample-count experiment (random CP, ``shape``)."""
     accuracy_margin: float = 0.02
     """Lifted 'reaches the direct accuracy' when its held-out RRE is within this relative margin."""
     max_inner: int = 1024
@@ -100,7 +117,13 @@ class Config:
 
     def __post_init__(self) -> None:
         check_positive(self, "seeds", "rank", "n_sweeps", "loop_sweeps", "block_rank", "max_inner", "eps_seeds",
-                       "digits_rank")
+                       "digits_rank", "ridge_seeds")
+        if not 0 < self.val_frac < 1:
+            raise RichardsonTcError(f"val_frac must be in (0, 1), got {self.val_frac}")
+        if not self.ridge_grid or any(not (v >= 0 and v == v and v != float("inf")) for v in self.ridge_grid):
+            raise RichardsonTcError(f"ridge_grid must be finite values >= 0, got {self.ridge_grid}")
+        if not self.sample_factors or any(c < 1 for c in self.sample_factors):
+            raise RichardsonTcError(f"sample_factors must be integers >= 1, got {self.sample_factors}")
         if len(self.shape) < 2 or any(s < 2 for s in self.shape):
             raise RichardsonTcError(f"shape must have >= 2 sizes >= 2, got {self.shape}")
         if not self.ps or any(not 0 < p <= 1 for p in self.ps):
@@ -125,9 +148,11 @@ BUDGETS = Budgets(
     smoke=Config(seeds=1, shape=(16, 16, 16), rank=3, ps=(0.3, 0.9), n_sweeps=2, eps_grid=(0.01, 1e-3),
                  block_shape=(12, 12, 12), block_rank=3, block_ps=(0.3, 0.7), tucker_shape=(14, 14, 14),
                  max_inner=200, block_shape_large=(12, 24, 24), eps_p=0.3, eps_seeds=1, data_shape=(14, 14, 14),
-                 video_shape=(16, 16, 8), data_ps=(0.5,)),
+                 video_shape=(16, 16, 8), data_ps=(0.5,), ridge_kinds=("gaussian",), ridge_grid=(0.0, 1.0),
+                 ridge_seeds=1, sample_factors=(4, 16), sampling_p=0.5),
     quick=Config(seeds=3, shape=(40, 40, 40), rank=6, ps=(0.05, 0.1, 0.5, 0.9), n_sweeps=8,
                  block_shape=(30, 30, 30), block_rank=4, tucker_shape=(20, 20, 20), block_shape_large=(30, 60, 60),
-                 eps_seeds=2, data_shape=(30, 30, 30), video_shape=(32, 32, 16)),
+                 eps_seeds=2, data_shape=(30, 30, 30), video_shape=(32, 32, 16), ridge_seeds=2,
+                 sample_factors=(8, 64, 256)),
     full=Config(seeds=5),
 )

@@ -80,6 +80,25 @@ def sample_mask(shape: Sequence[int], p: float, *, seed: int) -> np.ndarray:
     return mask.reshape(tuple(shape))
 
 
+def split_mask(mask: np.ndarray, frac: float, *, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Split Ω into a fitting part and a validation part: ``(fit, val)`` boolean masks of ``mask``'s shape,
+    disjoint, with ``fit | val == mask`` and exactly ``⌊frac·|Ω|⌋`` validation entries (a seeded permutation of Ω).
+
+    Hyper-parameters (ε, ridge λ) are chosen by fitting on ``fit`` and scoring on ``val``: never on the entries
+    outside Ω, which are the test entries."""
+    mask = np.asarray(mask, dtype=bool)
+    if not (isinstance(frac, (int, float)) and 0 < frac < 1):
+        raise RichardsonTcError(f"frac (validation share of Ω) must be in (0, 1), got {frac!r}")
+    obs = np.flatnonzero(mask)
+    n_val = int(np.floor(frac * obs.size))
+    if n_val < 1 or n_val >= obs.size:
+        raise RichardsonTcError(f"frac={frac} leaves an empty fitting or validation part of |Ω| = {obs.size}")
+    val = np.zeros(mask.size, dtype=bool)
+    val[np.random.default_rng(seed).permutation(obs)[:n_val]] = True
+    val = val.reshape(mask.shape)
+    return mask & ~val, val
+
+
 def check_tensor_and_mask(tensor: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Validate a dense tensor and its observed mask (shared by every solver); returns float64 / bool arrays."""
     tensor = np.asarray(tensor)
