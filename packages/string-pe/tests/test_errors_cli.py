@@ -200,3 +200,24 @@ def test_cli_image_bad_inputs_write_nothing(tmp_path):
     assert r.returncode == 2 and "patch_size" in r.stderr and not out.exists()
     r = run_cli(main, ["make-images", "--n-train", "0", "--out", str(out)])
     assert r.returncode == 2 and "n_train" in r.stderr and not out.exists()
+    r = run_cli(main, ["train", "--data", str(tmp_path / "d"), "--attn", "linear", "--out", str(out)])
+    assert r.returncode == 2 and "attn" in r.stderr and not out.exists()
+
+
+def test_cli_linear_attention_and_relation_scenes(tmp_path):
+    import json
+
+    out = tmp_path / "lin"
+    r = run_cli(main, ["train", "--task", "shapes2d", "--attn", "linear", "--pe", "circulant", "--epochs", "1",
+                       "--n-train", "32", "--dim", "8", "--heads", "2", "--depth", "1", "--out", str(out), "--quiet"])
+    assert r.returncode == 0, r.stderr
+    assert json.loads((out / "model_config.json").read_text())["attn"] == "linear"
+    r = run_cli(main, ["evaluate", "--run", str(out)])
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["translated_accuracy"] == pytest.approx(res["test_accuracy"], abs=0.01)  # invariance survives loading
+    data = tmp_path / "rel"
+    r = run_cli(main, ["make-images", "--task", "relation", "--n-train", "8", "--n-test", "4", "--out", str(data),
+                       "--quiet"])
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (data / "train").iterdir()) == ["above", "below", "left", "right"]

@@ -112,3 +112,76 @@ def test_init_options_change_the_start(f64):
     c1 = CirculantSTRING(head_dim=8, num_heads=2, init="normal", init_std=0.1)
     assert not torch.allclose(c0.coeffs, c1.coeffs)
     assert np.isfinite(float(c1.rates().abs().max()))
+
+
+def _object_centroids(depth):
+    """Centroids (x, y) of the nearest region (depth within 0.06 of the minimum) and of the rest of the objects
+    (depth < 0.8, the background lies at ~0.85-0.95) of one depth map (1, H, W) without distractors."""
+    d = depth[0]
+    yy, xx = torch.meshgrid(torch.arange(d.shape[0]), torch.arange(d.shape[1]), indexing="ij")
+    near = d <= d.min() + 0.06
+    far = (d < 0.8) & ~near
+    c = [torch.stack([xx[m].float().mean(), yy[m].float().mean()]) for m in (near, far)]
+    return c[0], c[1], int(far.sum())
+
+
+def test_relation_scenes_label_the_direction_of_the_nearer_object():
+    from string_pe.images import RELATIONS
+
+    x, d, y = render_scenes(40, task="relation", distractors=0, seed=5)
+    assert torch.bincount(y, minlength=4).tolist() == [10] * 4
+    hits, shuffled = 0, 0
+    perm = torch.randperm(40, generator=torch.Generator().manual_seed(0))
+    for i in range(40):
+        near, far, n_far = _object_centroids(d[i])
+        assert n_far > 0  # the farther object is never hidden completely
+        v = near - far
+        direction = int(torch.round(torch.atan2(v[1], v[0]) / (torch.pi / 2))) % 4  # 0 right, 1 below, 2 left, 3 above
+        hits += direction == int(y[i])
+        shuffled += direction == int(y[perm[i]])
+    assert hits >= 38  # the label is the direction seen in the depth map
+    assert shuffled <= 25  # negative control: shuffled labels do not match
+    assert RELATIONS[0] == "right" and len(RELATIONS) == 4
+    with pytest.raises(PositionEncodingError, match="task"):
+        render_scenes(4, task="colour")
+
+
+def test_upright_shapes_change_only_the_objects():
+    a = render_scenes(6, seed=2, distractors=0)
+    b = render_scenes(6, seed=2, distractors=0, rotate=False)
+    assert torch.equal(a[2], b[2])  # same labels, same scenes otherwise
+    assert not torch.equal(a[1], b[1])  # the object masks differ
+    assert (a[1] > 0.8).float().mean() == pytest.approx(float((b[1] > 0.8).float().mean()), abs=0.1)
+
+
+def test_linear_attention_layer_and_point_set_model(f64):
+    from string_pe import Attention, PointSetClassifier
+
+    torch.manual_seed(0)
+    layer = Attention(dim=16, num_heads=2, encoding="cayley", coord_dim=2, attn="linear",
+                      encoding_kwargs={"s_init_std": 0.3})
+    x, pos = torch.randn(2, 7, 16), torch.rand(2, 7, 2) * 8
+    heads = lambda t: t.unflatten(-1, (2, 8)).transpose(1, 2)  # noqa: E731  (B, N, D) -> (B, H, N, d)
+    ref = linear_attention(heads(layer.q(x)), heads(layer.k(x)), heads(layer.v(x)), pos, layer.encoding,
+                           layer.features_W)
+    torch.testing.assert_close(layer(x, pos), layer.proj(ref.transpose(1, 2).flatten(2)), atol=1e-12, rtol=0)
+    torch.testing.assert_close(layer(x, pos + torch.tensor([30.0, -9.0])), layer(x, pos), atol=1e-10, rtol=1e-10)
+    soft = Attention(dim=16, num_heads=2, encoding="cayley", coord_dim=2)
+    soft.load_state_dict({k: v for k, v in layer.state_dict().items() if k != "features_W"})
+    assert float((soft(x, pos) - layer(x, pos)).abs().max()) > 1e-3  # it is not softmax attention
+    for pe in ("rope-mixed", "circulant"):
+        m = PointSetClassifier(feature_dim=3, coord_dim=2, num_classes=4, dim=16, depth=2, num_heads=2, pe=pe,
+                               attn="linear")
+        f = torch.randn(3, 9, 3)
+        p = torch.rand(3, 9, 2) * 8
+        torch.testing.assert_close(m(f, p + torch.tensor([40.0, -80.0])), m(f, p), atol=1e-10, rtol=1e-9)
+        assert float((m(f, 2 * p) - m(f, p)).abs().max()) > 1e-6  # positions do matter
+    ape = PointSetClassifier(feature_dim=3, coord_dim=2, num_classes=4, dim=16, depth=1, num_heads=2,
+                             pe="ape-fourier", attn="linear")
+    assert float((ape(f, p + 5.0) - ape(f, p)).abs().max()) > 1e-6  # absolute PE: not invariant
+    with pytest.raises(PositionEncodingError, match="attn must be one of"):
+        Attention(dim=16, num_heads=2, attn="flash")
+    with pytest.raises(PositionEncodingError, match="fold_ needs softmax"):
+        layer.fold_()
+    with pytest.raises(PositionEncodingError, match="unrotated"):
+        layer(x, pos[:, 1:], num_unrotated=1)

@@ -30,6 +30,8 @@ ENCODINGS: dict[str, type[PositionEncoding]] = {
     "circulant": CirculantSTRING,
 }
 """Rotary encodings by name (``"none"`` and ``"ape"`` are handled by the models, not by attention)."""
+ATTENTIONS = ("softmax", "linear")
+"""Attention kinds of :class:`Attention`: softmax (``scaled_dot_product_attention``) or Performer-style linear."""
 
 
 def make_encoding(kind: str, *, head_dim: int, coord_dim: int, num_heads: int, **kwargs: Any) -> PositionEncoding:
@@ -62,13 +64,20 @@ class Attention(nn.Module):
         coord_dim: coordinate dimension ``d_c`` of the positions.
         qkv_bias: bias in the q/k/v projection.
         encoding_kwargs: extra keyword arguments of the encoding.
+        attn: ``"softmax"`` (default) or ``"linear"``: Performer-style ReLU random-feature attention in O(N)
+            (:func:`string_pe.linear.linear_attention`, ``m = head_dim`` fixed random features per head, drawn
+            once at construction), with the encoding applied to the features ``φ(q), φ(k)`` (the placement that
+            keeps the relative-position property).
 
     ``forward(x (B, N, D), positions (B, N − num_unrotated, d_c) | None, num_unrotated=0) → (B, N, D)``.
     """
 
     def __init__(self, *, dim: int, num_heads: int, encoding: str | None = "cayley", coord_dim: int = 2,
-                 qkv_bias: bool = True, encoding_kwargs: dict[str, Any] | None = None) -> None:
+                 qkv_bias: bool = True, encoding_kwargs: dict[str, Any] | None = None,
+                 attn: str = "softmax") -> None:
         super().__init__()
+        if attn not in ATTENTIONS:
+            raise PositionEncodingError(f"attn must be one of {list(ATTENTIONS)}, got {attn!r}")
         check_int("dim", dim)
         check_int("num_heads", num_heads)
         if dim % num_heads:
@@ -78,6 +87,9 @@ class Attention(nn.Module):
         self.k = nn.Linear(dim, dim, bias=qkv_bias)
         self.v = nn.Linear(dim, dim, bias=qkv_bias)
         self.proj = nn.Linear(dim, dim)
+        self.attn = attn
+        if attn == "linear":  # fixed random projection of the ReLU feature map φ(x) = ReLU(W x)/√m, (H, m, d)
+            self.register_buffer("features_W", torch.randn(num_heads, self.head_dim, self.head_dim))
         self.encoding: PositionEncoding | None = None
         if encoding is not None:
             self.encoding = make_encoding(encoding, head_dim=self.head_dim, coord_dim=coord_dim,
@@ -98,6 +110,13 @@ class Attention(nn.Module):
         if x.dim() != 3 or x.shape[-1] != self.dim:
             raise PositionEncodingError(f"x must have shape (batch, tokens, dim={self.dim}), got {tuple(x.shape)}")
         q, k, v = self._heads(self.q(x)), self._heads(self.k(x)), self._heads(self.v(x))
+        if self.attn == "linear":
+            from string_pe.linear import linear_attention
+
+            if num_unrotated:
+                raise PositionEncodingError("attn='linear' does not support unrotated (CLS) tokens; pool by mean")
+            out = linear_attention(q, k, v, positions, self.encoding, self.features_W)  # (B, H, N, d)
+            return self.proj(out.transpose(1, 2).flatten(2))  # (B, H, N, d) -> (B, N, D)
         out = string_sdpa(q, k, v, positions, self.encoding, num_unrotated=num_unrotated)  # (B, H, N, d)
         return self.proj(out.transpose(1, 2).flatten(2))  # (B, H, N, d) -> (B, N, D)
 
@@ -108,6 +127,9 @@ class Attention(nn.Module):
         The outputs are unchanged (exactly, up to rounding); afterwards each forward costs the same as RoPE.
         """
         enc = self.encoding
+        if self.attn == "linear":
+            raise PositionEncodingError("fold_ needs softmax attention: with attn='linear' the encoding acts on the "
+                                        "features φ(q), φ(k), which W_q, W_k cannot absorb")
         if isinstance(enc, CayleySTRING):
             for lin in (self.q, self.k):
                 w, b = enc.fold_projection(lin.weight, lin.bias)

@@ -44,6 +44,9 @@ class TrainConfig(BaseOptions):
     """Attention heads (head dim = dim / heads, must be even)."""
     n_train: int = 800
     """Training point sets (shapes tasks)."""
+    attn: Literal["softmax", "linear"] = "softmax"
+    """Shapes tasks: softmax attention, or Performer-style linear attention with the encoding on the features
+    (the ViT paths use softmax attention)."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ class BenchmarkConfig(BaseOptions):
 
 @dataclass(frozen=True)
 class MakeImagesConfig(BaseOptions):
-    """Write generated RGB-D scenes (textured shapes with distractors; label = shape of the nearer object) as an
+    """Write generated RGB-D scenes (two textured objects at two depths with distractors; --task decides the label) as an
     ImageFolder: OUT/train/<class>/*.png and OUT/test/<class>/*.png (RGBA, alpha = depth)."""
 
     n_train: int = 2000
@@ -83,10 +86,15 @@ class MakeImagesConfig(BaseOptions):
     """Test images."""
     image_size: int = 32
     """Image side in pixels (16 to 128)."""
+    task: Literal["shape", "relation"] = "shape"
+    """shape: label = shape of the nearer object (disk, square, triangle, cross); relation: label = where the
+    nearer object lies seen from the farther one (right, below, left, above)."""
+    rotate: bool = False
+    """Draw the objects at random rotations (harder); by default they are upright (as in `reproduce`)."""
 
 
 def make_images(cfg: MakeImagesConfig) -> int:
-    from string_pe.images import render_scenes, write_image_folder
+    from string_pe.images import TASKS, render_scenes, write_image_folder
 
     if cfg.n_train < 1 or cfg.n_test < 1:
         raise ValueError(f"n_train and n_test must be >= 1, got n_train={cfg.n_train}, n_test={cfg.n_test}")
@@ -94,8 +102,8 @@ def make_images(cfg: MakeImagesConfig) -> int:
         raise ValueError(f"image_size must be in [16, 128], got {cfg.image_size}")
     rd = open_run_dir(METHOD.name, cfg)
     for split, n, off in (("train", cfg.n_train, 10000), ("test", cfg.n_test, 12000)):
-        x, d, y = render_scenes(n, size=cfg.image_size, seed=off + cfg.seed)
-        write_image_folder(rd.path / split, x, d, y)
+        x, d, y = render_scenes(n, size=cfg.image_size, task=cfg.task, rotate=cfg.rotate, seed=off + cfg.seed)
+        write_image_folder(rd.path / split, x, d, y, classes=TASKS[cfg.task])
     rd.write_config(cfg)
     if not cfg.quiet:
         print(f"wrote {cfg.n_train} + {cfg.n_test} scenes to {rd.target}")
@@ -109,6 +117,9 @@ def _validate_train(cfg: TrainConfig) -> None:
         raise ValueError(f"lr must be > 0, got {cfg.lr}")
     if cfg.dim < 2 or cfg.heads < 1 or cfg.dim % cfg.heads or (cfg.dim // cfg.heads) % 2:
         raise ValueError(f"dim must be divisible by heads with an even head dim, got dim={cfg.dim}, heads={cfg.heads}")
+    if cfg.attn == "linear" and (cfg.data is not None or cfg.task == "digits"):
+        raise ValueError("attn='linear' is available for the point-set tasks (shapes2d, shapes3d) only, got "
+                         f"task={cfg.task!r}" + (" with --data" if cfg.data is not None else ""))
     if cfg.depth < 1 or cfg.n_train < 1:
         raise ValueError(f"depth and n_train must be >= 1, got depth={cfg.depth}, n_train={cfg.n_train}")
     if cfg.data is not None:
@@ -139,7 +150,8 @@ def _build(model_cfg: dict):
                    num_heads=model_cfg["heads"], pe=model_cfg["pe"])
     dc = 2 if model_cfg["task"] == "shapes2d" else 3
     return PointSetClassifier(feature_dim=4, coord_dim=dc, num_classes=4, dim=model_cfg["dim"],
-                              depth=model_cfg["depth"], num_heads=model_cfg["heads"], pe=model_cfg["pe"])
+                              depth=model_cfg["depth"], num_heads=model_cfg["heads"], pe=model_cfg["pe"],
+                              attn=model_cfg.get("attn", "softmax"))
 
 
 def _data(task: str, split: str, n: int, seed: int):
@@ -221,7 +233,8 @@ def train(cfg: TrainConfig) -> int:
         if not cfg.quiet:
             print(f"test accuracy {acc:.4f} (held-out images); saved to {rd.target}")
         return 0
-    model_cfg = {"task": cfg.task, "pe": cfg.pe, "dim": cfg.dim, "depth": cfg.depth, "heads": cfg.heads}
+    model_cfg = {"task": cfg.task, "pe": cfg.pe, "dim": cfg.dim, "depth": cfg.depth, "heads": cfg.heads,
+                 "attn": cfg.attn}
     model = _build(model_cfg)
     inputs, labels = _data(cfg.task, "train", cfg.n_train, cfg.seed)
     fit(model, inputs, labels, TrainSettings(epochs=cfg.epochs, lr=cfg.lr, seed=cfg.seed),

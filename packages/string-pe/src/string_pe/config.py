@@ -38,14 +38,25 @@ class Config:
     """Generated RGB-D scenes: side in pixels."""
     img_patch: int = 8
     """ViT patch side (32 px / 8 = a 4×4 patch grid + CLS)."""
-    img_train: int = 2000
-    """Generated training images (one set, written as an ImageFolder and read back)."""
+    img_task: str = "shape"
+    """Generated task (``string_pe.images.TASKS``): relation (where the nearer object lies seen from the farther
+    one) or shape (shape of the nearer object)."""
+    img_rotate: bool = False
+    """Draw the objects at random rotations (harder); the default draws them upright."""
+    img_distractors: int = 3
+    """Small distractor blobs per scene."""
+    img_train: int = 3000
+    """Generated training images per seed (written as an ImageFolder and read back)."""
     img_val: int = 500
-    """Generated validation images (tuning)."""
+    """Generated validation images (tuning, first seed)."""
     img_test: int = 1000
-    """Generated test images."""
-    img_epochs: int = 7
+    """Generated test images per seed."""
+    img_epochs: int = 9
     """ViT epochs."""
+    img_batch: int = 128
+    """ViT batch size."""
+    img_warmup: int = 1
+    """ViT linear warm-up epochs (then cosine decay)."""
     vit_dim: int = 32
     """ViT width."""
     vit_depth: int = 2
@@ -68,10 +79,10 @@ class Config:
 
 BUDGETS = Budgets(
     smoke=Config(seeds=1, workers=1, pts_train=64, pts_val=32, pts_test=64, pts_epochs=1, pts_dim=16, pts_depth=1,
-                 img_train=64, img_val=32, img_test=32, img_epochs=1, vit_dim=16, vit_depth=1,
+                 img_train=64, img_val=32, img_test=32, img_epochs=1, img_batch=32, vit_dim=16, vit_depth=1,
                  time_dims=(16, 32), time_tokens=16, time_batch=2, time_repeats=2),
-    quick=Config(seeds=3, pts_train=200, pts_val=100, pts_test=200, pts_epochs=4, img_train=400, img_val=200,
-                 img_test=200, img_epochs=3, vit_dim=16, vit_depth=1, time_dims=(32, 64), time_tokens=64,
+    quick=Config(seeds=3, pts_train=160, pts_val=100, pts_test=160, pts_epochs=4, img_train=400, img_val=200,
+                 img_test=200, img_epochs=3, img_batch=64, vit_dim=16, vit_depth=1, time_dims=(32, 64), time_tokens=64,
                  time_repeats=5),
     full=Config(),
 )

@@ -28,6 +28,12 @@ from torch import Tensor
 from string_pe.errors import PositionEncodingError
 
 SHAPES = ("disk", "square", "triangle", "cross")
+RELATIONS = ("right", "below", "left", "above")
+"""Classes of ``task="relation"``: where the nearer object lies seen from the farther one (image y points down)."""
+RELATION_GAP = 0.9
+"""task="relation": centre distance / (sum of the two radii), times a U(0.8, 1.2) jitter."""
+TASKS = {"shape": SHAPES, "relation": RELATIONS}
+"""Class names of each generated task."""
 EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
 
 
@@ -59,8 +65,34 @@ def _texture(rng: np.random.Generator, xx: np.ndarray, yy: np.ndarray, size: int
     return np.clip(out, 0, 1)
 
 
-def render_scenes(n: int, *, size: int = 32, distractors: int = 3, occluders: bool = True, seed: int = 0) -> tuple[Tensor, Tensor, Tensor]:
-    """``n`` RGB-D scenes (balanced labels = shape of the nearer object); see the module docstring."""
+def _place_relation(rng: np.random.Generator, label: int, r_far: float, r_near: float,
+                    size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Centres ``(far, near)`` with ``near − far`` pointing within ±30° of direction ``label`` (0 = +x, 1 = +y, ...)."""
+    for _ in range(200):
+        ang = label * math.pi / 2 + rng.uniform(-math.pi / 6, math.pi / 6)
+        dist = rng.uniform(0.8, 1.2) * (r_far + r_near) * RELATION_GAP
+        disp = dist * np.array([math.cos(ang), math.sin(ang)])
+        lo = np.maximum(r_far, r_near - disp)  # both objects inside the image
+        hi = np.minimum(size - r_far, size - r_near - disp)
+        if (lo < hi).all():
+            far = rng.uniform(lo, hi)
+            return far, far + disp
+    raise RuntimeError("could not place the two objects; use a larger image size")  # pragma: no cover
+
+
+def render_scenes(n: int, *, size: int = 32, distractors: int = 3, occluders: bool = True, task: str = "shape",
+                  rotate: bool = True, seed: int = 0) -> tuple[Tensor, Tensor, Tensor]:
+    """``n`` RGB-D scenes with balanced labels; see the module docstring.
+
+    ``task="shape"``: label = shape of the nearer object (:data:`SHAPES`). ``task="relation"``: label = direction of
+    the nearer object seen from the farther one (:data:`RELATIONS`; both shapes random, objects smaller so that
+    both fit), a task about the *relative* position of two objects, where depth (or occlusion and size) tells
+    which one is nearer. ``rotate=False`` draws every shape upright (an easier shape task).
+    """
+    if task not in TASKS:
+        raise PositionEncodingError(f"task must be one of {list(TASKS)}, got {task!r}")
+    if task == "relation" and not occluders:
+        raise PositionEncodingError("task='relation' needs two objects (occluders=True)")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise PositionEncodingError(f"n must be an int >= 1, got {n!r}")
     if isinstance(size, bool) or not isinstance(size, int) or not 16 <= size <= 128:
@@ -68,7 +100,7 @@ def render_scenes(n: int, *, size: int = 32, distractors: int = 3, occluders: bo
     if isinstance(distractors, bool) or not isinstance(distractors, int) or distractors < 0:
         raise PositionEncodingError(f"distractors must be an int >= 0, got {distractors!r}")
     rng = np.random.default_rng(seed)
-    labels = rng.permutation(np.arange(n) % len(SHAPES))
+    labels = rng.permutation(np.arange(n) % len(TASKS[task]))
     yy, xx = np.mgrid[0:size, 0:size].astype(np.float64) + 0.5
     images = np.zeros((n, size, size, 3), np.float32)
     depths = np.zeros((n, size, size), np.float32)
@@ -77,16 +109,25 @@ def render_scenes(n: int, *, size: int = 32, distractors: int = 3, occluders: bo
         img += rng.normal(0, 0.03, size=img.shape)
         g = rng.uniform(-0.1, 0.1, size=2)  # far plane, slightly tilted
         dep = 0.9 + g[0] * (xx / size - 0.5) + g[1] * (yy / size - 0.5)
-        near_kind = int(labels[i])
-        far_kind = int(rng.choice([k for k in range(len(SHAPES)) if k != near_kind]))
         d_near = rng.uniform(0.15, 0.4)
         d_far = d_near + rng.uniform(0.15, 0.35)
+        if task == "shape":
+            near_kind = int(labels[i])
+            far_kind = int(rng.choice([k for k in range(len(SHAPES)) if k != near_kind]))
+            scale, cap = (0.1, 0.045), 0.3
+        else:
+            near_kind, far_kind = (int(k) for k in rng.integers(len(SHAPES), size=2))
+            scale, cap = (0.06, 0.025), 0.2
         objs = ((far_kind, d_far), (near_kind, d_near)) if occluders else ((near_kind, d_near),)
-        for kind, d in objs:  # far first: the near object occludes it
-            r = size * (0.1 + 0.045 / d) * rng.uniform(0.8, 1.2)  # perspective (nearer = larger), jittered
-            r = min(r, size * 0.3)
-            cx, cy = rng.uniform(r, size - r, size=2)
-            m = _shape_mask(kind, xx, yy, cx, cy, r, rng.uniform(0, 2 * math.pi))
+        radii = [min(size * (scale[0] + scale[1] / d) * rng.uniform(0.8, 1.2), size * cap)  # nearer = larger
+                 for _, d in objs]
+        if task == "relation":
+            centres = _place_relation(rng, int(labels[i]), radii[0], radii[1], size)
+        else:
+            centres = [rng.uniform(r, size - r, size=2) for r in radii]
+        for (kind, d), r, (cx, cy) in zip(objs, radii, centres, strict=True):  # far first: the near one occludes
+            ang = rng.uniform(0, 2 * math.pi)  # drawn either way: the rest of the scene does not depend on rotate
+            m = _shape_mask(kind, xx, yy, cx, cy, r, ang if rotate else 0.0)
             colour = rng.uniform(0, 1, size=3)
             colour[rng.integers(3)] = rng.choice([0.0, 1.0])  # saturated: stands out from the background
             stripes = np.sin(rng.uniform(0.5, 1.5) * (xx * math.cos(cx) + yy * math.sin(cx)))[..., None]

@@ -32,21 +32,31 @@ def relu_features(x: Tensor, W: Tensor) -> Tensor:
     return torch.relu(torch.einsum("bhnd,hmd->bhnm", x, W.to(x.dtype))) / W.shape[-2] ** 0.5
 
 
-def linear_scores(q: Tensor, k: Tensor, positions: Tensor, encoding: PositionEncoding, W: Tensor, *,
+def _encode(encoding: PositionEncoding | None, a: Tensor, b: Tensor, positions: Tensor | None) -> tuple[Tensor, Tensor]:
+    """``encoding(a, b, positions)``, or ``(a, b)`` unchanged without an encoding (no PE / absolute PE models)."""
+    if encoding is None:
+        return a, b
+    if positions is None:
+        raise PositionEncodingError("positions are required when an encoding is given")
+    return encoding(a, b, positions)
+
+
+def linear_scores(q: Tensor, k: Tensor, positions: Tensor, encoding: PositionEncoding | None, W: Tensor, *,
                   where: str = "features") -> Tensor:
     """Unnormalised linear-attention scores ``(B, H, N, N)`` with the encoding placed ``where`` (see module)."""
     if where not in PLACEMENTS:
         raise PositionEncodingError(f"where must be one of {list(PLACEMENTS)}, got {where!r}")
     if where == "features":
         fq, fk = relu_features(q, W), relu_features(k, W)  # (B, H, N, m)
-        fq, fk = encoding(fq, fk, positions)
+        fq, fk = _encode(encoding, fq, fk, positions)
     else:
-        q, k = encoding(q, k, positions)
+        q, k = _encode(encoding, q, k, positions)
         fq, fk = relu_features(q, W), relu_features(k, W)
     return fq @ fk.transpose(-1, -2)
 
 
-def linear_attention(q: Tensor, k: Tensor, v: Tensor, positions: Tensor, encoding: PositionEncoding, W: Tensor, *,
+def linear_attention(q: Tensor, k: Tensor, v: Tensor, positions: Tensor | None, encoding: PositionEncoding | None,
+                     W: Tensor, *,
                      where: str = "features", eps: float = 1e-6) -> Tensor:
     """Linear attention in O(N): ``out_i = Σ_j s_ij v_j / Σ_j φ(q_i)ᵀφ(k_j)`` with ``s_ij`` the (encoded) score.
 
@@ -60,9 +70,9 @@ def linear_attention(q: Tensor, k: Tensor, v: Tensor, positions: Tensor, encodin
                                     f"got {tuple(W.shape)}")
     if where == "features":
         fq, fk = relu_features(q, W), relu_features(k, W)  # (B, H, N, m)
-        eq, ek = encoding(fq, fk, positions)
+        eq, ek = _encode(encoding, fq, fk, positions)
     else:
-        eq, ek = encoding(q, k, positions)
+        eq, ek = _encode(encoding, q, k, positions)
         eq, ek = relu_features(eq, W), relu_features(ek, W)
         fq, fk = eq, ek
     kv = ek.transpose(-1, -2) @ v  # (B, H, m, d_v)

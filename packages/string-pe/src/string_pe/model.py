@@ -61,11 +61,11 @@ class Block(nn.Module):
     """Pre-norm transformer block: ``x ← x + Attn(LN(x), r)``, ``x ← x + MLP(LN(x))``; ``(B, N, D) → (B, N, D)``."""
 
     def __init__(self, *, dim: int, num_heads: int, mlp_ratio: float, encoding: str | None, coord_dim: int,
-                 encoding_kwargs: dict[str, Any] | None = None) -> None:
+                 encoding_kwargs: dict[str, Any] | None = None, attn: str = "softmax") -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(dim)
         self.attn = Attention(dim=dim, num_heads=num_heads, encoding=encoding, coord_dim=coord_dim,
-                              encoding_kwargs=encoding_kwargs)
+                              encoding_kwargs=encoding_kwargs, attn=attn)
         self.norm2 = nn.LayerNorm(dim)
         hidden = int(dim * mlp_ratio)
         self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
@@ -76,16 +76,17 @@ class Block(nn.Module):
 
 
 class Encoder(nn.Module):
-    """A stack of :class:`Block`; ``forward(x (B, N, D), positions (B, N − num_unrotated, d_c))``."""
+    """A stack of :class:`Block`; ``forward(x (B, N, D), positions (B, N − num_unrotated, d_c))``; ``attn``:
+    ``"softmax"`` or ``"linear"`` (Performer-style, see :class:`string_pe.attention.Attention`)."""
 
     def __init__(self, *, dim: int, depth: int, num_heads: int, mlp_ratio: float = 2.0, pe: str = "cayley",
-                 coord_dim: int = 2, encoding_kwargs: dict[str, Any] | None = None) -> None:
+                 coord_dim: int = 2, encoding_kwargs: dict[str, Any] | None = None, attn: str = "softmax") -> None:
         super().__init__()
         check_int("depth", depth)
         encoding = pe if pe in ENCODINGS else None
         self.blocks = nn.ModuleList(
             Block(dim=dim, num_heads=num_heads, mlp_ratio=mlp_ratio, encoding=encoding, coord_dim=coord_dim,
-                  encoding_kwargs=encoding_kwargs) for _ in range(depth)
+                  encoding_kwargs=encoding_kwargs, attn=attn) for _ in range(depth)
         )
         self.norm = nn.LayerNorm(dim)
 
@@ -198,7 +199,8 @@ class PointSetClassifier(nn.Module):
     """Transformer classifier over a set of points with continuous coordinates (mean pooling, no CLS).
 
     Args (keyword-only): ``feature_dim`` (per-point features ``F``), ``coord_dim``, ``num_classes``, ``dim``,
-    ``depth``, ``num_heads``, ``mlp_ratio``, ``pe`` (one of :data:`PE_CHOICES`), ``encoding_kwargs``.
+    ``depth``, ``num_heads``, ``mlp_ratio``, ``pe`` (one of :data:`PE_CHOICES`), ``encoding_kwargs``, ``attn``
+    (``"softmax"`` or ``"linear"``: Performer-style ReLU random-feature attention, the encoding on the features).
 
     ``forward(features (B, N, F), positions (B, N, d_c)) → logits (B, num_classes)``. With a rotary ``pe`` and mean
     pooling the logits are exactly invariant to a global translation of ``positions`` (every attention logit
@@ -208,7 +210,7 @@ class PointSetClassifier(nn.Module):
 
     def __init__(self, *, feature_dim: int, coord_dim: int, num_classes: int, dim: int = 32, depth: int = 2,
                  num_heads: int = 4, mlp_ratio: float = 2.0, pe: str = "cayley",
-                 encoding_kwargs: dict[str, Any] | None = None) -> None:
+                 encoding_kwargs: dict[str, Any] | None = None, attn: str = "softmax") -> None:
         super().__init__()
         self.pe = _check_pe(pe)
         self.coord_dim = check_int("coord_dim", coord_dim)
@@ -216,7 +218,7 @@ class PointSetClassifier(nn.Module):
         self.ape = nn.Linear(coord_dim, dim) if pe == "ape" else None
         self.ape_fourier = FourierAPE(coord_dim=coord_dim, dim=dim) if pe == "ape-fourier" else None
         self.encoder = Encoder(dim=dim, depth=depth, num_heads=num_heads, mlp_ratio=mlp_ratio, pe=pe,
-                               coord_dim=coord_dim, encoding_kwargs=encoding_kwargs)
+                               coord_dim=coord_dim, encoding_kwargs=encoding_kwargs, attn=attn)
         self.head = nn.Linear(dim, check_int("num_classes", num_classes))
 
     def forward(self, features: Tensor, positions: Tensor) -> Tensor:
