@@ -25,7 +25,8 @@ class Config:
     lr_grid: tuple[float, ...] = (1e-3, 3e-3, 1e-2)
     """Learning-rate grid (actor and critic) every agent is tuned on: same grid, same budget."""
     extend: int = 1
-    """Grid extensions allowed when a choice sits at an edge (icml25.tuning: one more ×3.16 step beyond it)."""
+    """Grid extensions allowed when a choice sits at an edge (icml25.tuning: the grid's ratio once more
+    beyond it, 3.3e-4 below or 3.3e-2 above)."""
     val_size: int = 6
     """DeepSea N of the validation instance (a different action mapping from the test instance)."""
     val_episodes: int = 300
