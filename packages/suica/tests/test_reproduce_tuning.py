@@ -27,6 +27,22 @@ def test_grids_are_alike():
     assert len({grid_size(v) for v in GRIDS.values()}) == 1, GRIDS
 
 
+def _square(i):
+    import os
+
+    return i * i, os.getpid()
+
+
+def test_pmap_keeps_order_and_uses_worker_processes():
+    import os
+
+    from suica.reproduce import pmap
+
+    out = pmap(_square, list(range(7)))
+    assert [v for v, _ in out] == [i * i for i in range(7)]  # same values, same order as the serial loop
+    assert os.getpid() not in {pid for _, pid in out}  # negative control: a serial map would run in this process
+
+
 def test_methods_share_the_model_settings():
     kw = dict(latent_dim=8, inr_width=32)
     m = _make("suica", kw, 0)
@@ -36,7 +52,7 @@ def test_methods_share_the_model_settings():
     assert _make("ae_inr", kw, 0).config.use_graph is False
     assert _make("suica_mse", kw, 0).config.decoder_loss == "mse"
     g = _make("gaussian", kw, 0, {"bandwidth": 2.0})
-    assert (g.method, g.bandwidth, g.k) == ("gaussian", 2.0, 16)
+    assert (g.method, g.bandwidth, g.k) == ("gaussian", 2.0, 64)
     with pytest.raises(ValueError, match="unknown tuned knobs"):
         _make("suica", kw, 0, {"beta": 1.0})
 

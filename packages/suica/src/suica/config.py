@@ -177,13 +177,13 @@ class ReproduceConfig:
 
 _SMOKE_MODEL = (("gae_hidden", (32, 16)), ("latent_dim", 8), ("inr_width", 32), ("ffn_mapping", 16),
                 ("gae_epochs", 10), ("inr_epochs", 10), ("decoder_epochs", 5))
-_QUICK_MODEL = (("gae_epochs", 100), ("inr_epochs", 150), ("decoder_epochs", 80))
+_QUICK_MODEL = (("gae_epochs", 60), ("inr_epochs", 100), ("decoder_epochs", 50))
 
 BUDGETS = Budgets(
     smoke=ReproduceConfig(seeds=1, n_spots=150, n_genes=40, n_spots_3d=240, model=_SMOKE_MODEL,
                           settings=tuple(GENERALISATION_SETTINGS)[:1], ablations=False, scale_spots=3000,
                           scale_genes=500, scale_batch=512),
-    quick=ReproduceConfig(seeds=3, n_spots=300, n_genes=80, n_spots_3d=360, model=_QUICK_MODEL, ablations=False,
+    quick=ReproduceConfig(seeds=3, n_spots=250, n_genes=80, n_spots_3d=360, model=_QUICK_MODEL, ablations=False,
                           scale_spots=20_000, scale_genes=5_000),
     full=ReproduceConfig(),
 )

@@ -43,9 +43,17 @@ LABELS = {"suica": "SUICA", "suica_mse": "SUICA-MSE (ablation)", "ae_inr": "AE+I
           "observed": "observed counts"}
 NEURAL = ["suica", "suica_mse", "ae_inr", "inr_raw", "pca_inr", "suica_ngp"]
 INTERP = ["griddata", "idw", "gaussian"]
-GRIDS = {"idw": {"k": [4, 8, 16]}, "gaussian": {"bandwidth": [0.5, 1.0, 2.0]}}
-"""Interpolator grids (3 points each; IDW power 1, Gaussian k = 16 fixed: the values the previous full run chose)."""
-FIXED = {"idw": {"power": 1.0}, "gaussian": {"k": 16}}
+GRIDS = {"idw": {"k": [8, 16, 32]}, "gaussian": {"bandwidth": [1.0, 2.0, 4.0]}}
+"""Interpolator grids (3 points each; IDW power 1, Gaussian smoothing over the 64 nearest spots). The previous full
+run's grids (k ∈ {4, 8, 16}, bandwidth ∈ {0.5, 1, 2} × spacing with 16 neighbours) chose their upper edge in 17 of
+20 tissues; these are one step higher and a choice at an edge is extended (:data:`EXTEND`)."""
+FIXED = {"idw": {"power": 1.0}, "gaussian": {"k": 64}}
+EXTEND = 3
+"""A grid choice at an edge is extended up to this many steps in that direction (``icml25.tuning``; same rule for
+both interpolators); what is still at an edge afterwards is reported."""
+WORKERS = 2
+"""Independent tissues / seeds run in this many forked worker processes with one torch thread each (the 2-core
+budget machine; small models scale better over processes than over intra-op threads)."""
 TUNE_METRIC = "masked_pearson"
 ARI_MARGIN = 0.02
 """'at least as well as the raw data' = not worse than by more than this ARI."""
@@ -119,11 +127,33 @@ def _tune_interpolators(a, tr, val_idx=None, seed: int = 0):
 
     def scorer(name):
         def evaluate_fn(params):
+            if int({**FIXED.get(name, {}), **params}.get("k", 1)) > len(fit_idx):
+                return float("nan")  # more neighbours than spots (an extension step on a tiny tissue): never chosen
             m = _make(name, {}, seed, params).fit(a, train_idx=fit_idx)
             return evaluate(m.predict(coords[val_idx], allow_extrapolation=True).X, x[val_idx])[TUNE_METRIC]
         return evaluate_fn
 
-    return tune_alike({n: (scorer(n), GRIDS[n]) for n in GRIDS}, extend=0)
+    return tune_alike({n: (scorer(n), GRIDS[n]) for n in GRIDS}, extend=EXTEND)
+
+
+def _one_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def pmap(fn, items: list) -> list:
+    """``[fn(i) for i in items]`` over :data:`WORKERS` forked processes (one torch thread each), order kept.
+
+    Every item is an independent tissue / seed whose models seed themselves (``SUICAConfig.seed``), so the numbers
+    do not depend on which process runs it.
+    """
+    if WORKERS <= 1 or len(items) <= 1:
+        return [fn(i) for i in items]
+    import multiprocessing as mp
+
+    with mp.get_context("fork").Pool(min(WORKERS, len(items)), initializer=_one_thread) as pool:
+        return pool.map(fn, items, chunksize=1)
 
 
 def _scores(p, x, rate, idx) -> dict:
@@ -169,47 +199,60 @@ def _chosen_rows(sels: dict) -> list:
 
 
 # ---------------------------------------------------------------------------------------------- experiments
-def generalisation(cfg: ReproduceConfig, seeds: list[int], out: Path) -> Section:
-    """Default SUICA() vs tuned IDW / Gaussian smoothing on held-out spots of unseen generator settings."""
+GEN_METRICS = [("rate_corr", True), ("masked_pearson", True), ("zero_iou", True)]
+GEN_METHODS = ["suica", "idw", "gaussian"]
+GEN_EXTRA = ["pca_inr"]
+"""Table-only rows of the generalisation experiment (no claims): PCA + INR is SUICA's INR with a linear embedding,
+which locates SUICA's gap (embedding vs INR)."""
+
+
+def _generalisation_one(item) -> dict:
+    """One tissue of the generalisation experiment: ``(cfg, setting index, setting name, seed)`` -> scores."""
     from suica.synthetic import make_tissue
 
+    cfg, si, name, s = item
+    raw = make_tissue(n_spots=cfg.n_spots, n_genes=cfg.n_genes, seed=1000 * (si + 1) + s,
+                      **GENERALISATION_SETTINGS[name])
+    a, tr, te = _prepare(raw, s)
+    x, rate, xy = np.asarray(a.X), np.asarray(a.layers["rate"]), a.obsm["spatial"]
+    sel = _tune_interpolators(a, tr, seed=s)
+    out = {"sel": {n: sel[n] for n in ("idw", "gaussian")}, "ev": {}, "fit_s": {}}
+    for m in [*GEN_METHODS, *GEN_EXTRA]:
+        t0 = time.perf_counter()
+        model = _make(m, cfg.model_kw(), s, sel[m].params if m in sel else None).fit(a, train_idx=tr)
+        out["fit_s"][m] = time.perf_counter() - t0
+        if m == "suica":
+            out["sigma"] = model.sigma_
+        p = np.asarray(model.predict(xy, allow_extrapolation=True).X)
+        out["ev"][m] = _scores(p, x, rate, te)
+    return out
+
+
+def generalisation(cfg: ReproduceConfig, seeds: list[int], out: Path) -> Section:
+    """Default SUICA() vs tuned IDW / Gaussian smoothing on held-out spots of unseen generator settings."""
     sec = Section("generalisation")
-    metrics = [("rate_corr", True), ("masked_pearson", True), ("zero_iou", True)]
-    methods = ["suica", "idw", "gaussian"]
+    metrics, methods = GEN_METRICS, GEN_METHODS
     rows, sigmas = [], []
     sels: dict[str, list] = {"idw": [], "gaussian": []}
+    items = [(cfg, si, name, s) for si, name in enumerate(cfg.settings) for s in seeds]
+    outs = pmap(_generalisation_one, items)
     for si, name in enumerate(cfg.settings):
-        gen = GENERALISATION_SETTINGS[name]
-        res = {m: {k: [] for k, _ in metrics} for m in methods}
-        fit_s = []
-        for s in seeds:
-            raw = make_tissue(n_spots=cfg.n_spots, n_genes=cfg.n_genes, seed=1000 * (si + 1) + s, **gen)
-            a, tr, te = _prepare(raw, s)
-            x, rate, xy = np.asarray(a.X), np.asarray(a.layers["rate"]), a.obsm["spatial"]
-            sel = _tune_interpolators(a, tr, seed=s)
-            for n in ("idw", "gaussian"):
-                sels[n].append(sel[n])
-            for m in methods:
-                t0 = time.perf_counter()
-                model = _make(m, cfg.model_kw(), s, sel[m].params if m in sel else None).fit(a, train_idx=tr)
-                if m == "suica":
-                    fit_s.append(time.perf_counter() - t0)
-                    sigmas.append(model.sigma_)
-                p = np.asarray(model.predict(xy, allow_extrapolation=True).X)
-                ev = _scores(p, x, rate, te)
-                for k, _ in metrics:
-                    res[m][k].append(ev[k])
+        mine = [o for (_, sj, _, _), o in zip(items, outs) if sj == si]
+        res = {m: {k: [o["ev"][m][k] for o in mine] for k, _ in metrics} for m in [*methods, *GEN_EXTRA]}
+        sigmas += [o["sigma"] for o in mine]
+        for n in ("idw", "gaussian"):
+            sels[n] += [o["sel"][n] for o in mine]
         for k, higher in metrics:
             for b in ("idw", "gaussian"):
                 _compare(sec, res["suica"][k], res[b][k], claim=f"[{name}] default SUICA() beats tuned {LABELS[b]}: "
                          f"{k} on held-out spots", metric=k, baseline_name=LABELS[b], paper=PAPER_GEN, higher=higher,
-                         note=_sel_note(sels, b))
-        for m in methods:
+                         note=_sel_note({b: [o["sel"][b] for o in mine]}, b))
+        for m in [*methods, *GEN_EXTRA]:
             rows.append([name, LABELS[m]] + ["{:.3f} ± {:.3f}".format(*mean_sd(res[m][k])) for k, _ in metrics]
-                        + [f"{np.mean(fit_s):.1f}" if m == "suica" else "0.0"])
+                        + [f"{np.mean([o['fit_s'][m] for o in mine]):.1f}"])
     sec.table(f"generalisation: held-out spots (20 %) of unseen generator settings ({len(seeds)} seeds each; "
-              f"{cfg.n_spots} spots x {cfg.n_genes} genes)", ["setting", "method", *[f"{k} (mean ± sd)" for k, _ in
-                                                                                       metrics], "fit s"], rows)
+              f"{cfg.n_spots} spots x {cfg.n_genes} genes; fit s = one worker process, one torch thread; PCA+INR: table only, "
+              "no claim)", ["setting", "method", *[f"{k} (mean ± sd)" for k, _ in metrics], "fit s"], rows)
     sec.table("interpolators tuned on validation (masked Pearson, 20 % of the training spots; per seed and setting)",
               ["method", "chosen (times)", "at the edge"], _chosen_rows(sels))
     sec.notes.append(f"generalisation: SUICA() with the package defaults; σ = 0.01 / h from the spot spacing, "
@@ -217,62 +260,70 @@ def generalisation(cfg: ReproduceConfig, seeds: list[int], out: Path) -> Section
     return sec
 
 
+def _paper_one(item) -> dict:
+    """One seed of the paper comparison: ``(cfg, seed, run ablations)`` -> per-method scores."""
+    from suica.metrics import clustering_ari, leiden_ari, rate_correlation
+    from suica.synthetic import add_noise, make_tissue, mask_genes
+
+    cfg, s, with_ablations = item
+    raw = make_tissue(n_spots=cfg.n_spots, n_genes=cfg.n_genes, n_domains=5, layout="hex", seed=s)
+    noisy = add_noise(raw, scale=0.5, seed=s + 1000)
+    noisy.layers["counts"] = noisy.X.copy()
+    a, tr, te = _prepare(noisy, s)
+    x_full = np.asarray(a.X).copy()  # observed (noisy) values before the gene mask
+    m_tr = mask_genes(a[tr], gene_frac=0.3, spot_frac=0.5, seed=s + 2000)
+    gmask = np.zeros(a.shape, dtype=bool)
+    gmask[tr] = np.asarray(m_tr.layers["gene_mask"]) > 0
+    xm = x_full.copy()
+    xm[gmask] = 0.0
+    a.X = xm
+    keep = xm[tr].sum(0) > 0  # genes left with counts on the training spots after masking
+    if not keep.all():
+        a, x_full, gmask, xm = a[:, keep].copy(), x_full[:, keep], gmask[:, keep], xm[:, keep]
+    zero_spot = np.flatnonzero(xm[tr].sum(1) == 0)
+    if zero_spot.size:  # a fully masked training spot carries no information: drop it from training
+        tr = np.setdiff1d(tr, tr[zero_spot])
+    rate = np.asarray(a.layers["rate"])
+    dom = np.asarray(a.obs["domain"].astype(str))
+    sel = _tune_interpolators(a, tr, seed=s)
+    out: dict = {"sel": {n: sel[n] for n in ("idw", "gaussian")}, "times": {}, "ev": {},
+                 "observed": {"rate_corr": rate_correlation(x_full, rate), "ari": clustering_ari(x_full, dom, seed=s),
+                              "ari_leiden": leiden_ari(x_full, dom, seed=s)}}
+    for m in [*NEURAL, *INTERP]:
+        t0 = time.perf_counter()
+        model = _make(m, cfg.model_kw(), s, sel[m].params if m in sel else None).fit(a, train_idx=tr)
+        out["times"][m] = time.perf_counter() - t0
+        p = np.asarray(model.predict(a.obsm["spatial"], allow_extrapolation=True).X)
+        ev = _scores(p, x_full, rate, te)
+        ev["rate_corr_all"] = rate_correlation(p, rate)
+        ev["ari"] = clustering_ari(p, dom, seed=s)
+        ev["ari_leiden"] = leiden_ari(p, dom, seed=s)
+        # gene imputation: masked entries of the training spots vs their observed values and the true rate
+        pm, om, rm = p[gmask], x_full[gmask], rate[gmask]
+        ev["gene_imp_mae"] = float(np.abs(pm - om).mean())
+        ev["gene_imp_corr"] = float(np.corrcoef(np.log1p(pm), np.log(rm))[0, 1]) if pm.std() > 0 else 0.0
+        out["ev"][m] = ev
+    out["ablations"] = _ablations(a, tr, te, x_full, rate, cfg.model_kw(), s) if with_ablations else None
+    return out
+
+
 def paper_comparison(cfg: ReproduceConfig, seeds: list[int], out: Path) -> Section:
     """Spatial imputation, gene imputation, denoising and clustering on a Visium-like noisy tissue."""
     from icml25.plots import grouped_bars
 
-    from suica.metrics import clustering_ari, leiden_ari, rate_correlation
-    from suica.synthetic import add_noise, make_tissue, mask_genes
-
     sec = Section("paper comparison")
     methods = [*NEURAL, *INTERP]
+    outs = pmap(_paper_one, [(cfg, s, bool(cfg.ablations and s == seeds[0])) for s in seeds])
     res: dict[str, dict[str, list]] = {m: {} for m in [*methods, "observed"]}
-    times: dict[str, list] = {m: [] for m in methods}
-    sels: dict[str, list] = {"idw": [], "gaussian": []}
-    ablations = None
-    for s in seeds:
-        raw = make_tissue(n_spots=cfg.n_spots, n_genes=cfg.n_genes, n_domains=5, layout="hex", seed=s)
-        noisy = add_noise(raw, scale=0.5, seed=s + 1000)
-        noisy.layers["counts"] = noisy.X.copy()
-        a, tr, te = _prepare(noisy, s)
-        x_full = np.asarray(a.X).copy()  # observed (noisy) values before the gene mask
-        m_tr = mask_genes(a[tr], gene_frac=0.3, spot_frac=0.5, seed=s + 2000)
-        gmask = np.zeros(a.shape, dtype=bool)
-        gmask[tr] = np.asarray(m_tr.layers["gene_mask"]) > 0
-        xm = x_full.copy()
-        xm[gmask] = 0.0
-        a.X = xm
-        keep = xm[tr].sum(0) > 0  # genes left with counts on the training spots after masking
-        if not keep.all():
-            a, x_full, gmask, xm = a[:, keep].copy(), x_full[:, keep], gmask[:, keep], xm[:, keep]
-        zero_spot = np.flatnonzero(xm[tr].sum(1) == 0)
-        if zero_spot.size:  # a fully masked training spot carries no information: drop it from training
-            tr = np.setdiff1d(tr, tr[zero_spot])
-        rate = np.asarray(a.layers["rate"])
-        dom = np.asarray(a.obs["domain"].astype(str))
-        sel = _tune_interpolators(a, tr, seed=s)
-        for n in ("idw", "gaussian"):
-            sels[n].append(sel[n])
-        res["observed"].setdefault("rate_corr", []).append(rate_correlation(x_full, rate))
-        res["observed"].setdefault("ari", []).append(clustering_ari(x_full, dom, seed=s))
-        res["observed"].setdefault("ari_leiden", []).append(leiden_ari(x_full, dom, seed=s))
+    for o in outs:
         for m in methods:
-            t0 = time.perf_counter()
-            model = _make(m, cfg.model_kw(), s, sel[m].params if m in sel else None).fit(a, train_idx=tr)
-            times[m].append(time.perf_counter() - t0)
-            p = np.asarray(model.predict(a.obsm["spatial"], allow_extrapolation=True).X)
-            ev = _scores(p, x_full, rate, te)
-            ev["rate_corr_all"] = rate_correlation(p, rate)
-            ev["ari"] = clustering_ari(p, dom, seed=s)
-            ev["ari_leiden"] = leiden_ari(p, dom, seed=s)
-            # gene imputation: masked entries of the training spots vs their observed values and the true rate
-            pm, om, rm = p[gmask], x_full[gmask], rate[gmask]
-            ev["gene_imp_mae"] = float(np.abs(pm - om).mean())
-            ev["gene_imp_corr"] = float(np.corrcoef(np.log1p(pm), np.log(rm))[0, 1]) if pm.std() > 0 else 0.0
-            for k, v in ev.items():
+            for k, v in o["ev"][m].items():
                 res[m].setdefault(k, []).append(v)
-        if cfg.ablations and s == seeds[0]:
-            ablations = _ablations(a, tr, te, x_full, rate, cfg.model_kw(), s)
+        for k, v in o["observed"].items():
+            res["observed"].setdefault(k, []).append(v)
+    times = {m: [o["times"][m] for o in outs] for m in methods}
+    sels = {n: [o["sel"][n] for o in outs] for n in ("idw", "gaussian")}
+    ablations = outs[0]["ablations"]
     claims = [("zero_iou", True, "zero-map IoU on held-out spots"),
               ("masked_pearson", True, "masked Pearson on held-out spots"),
               ("mae", False, "MAE on held-out spots"),
@@ -343,37 +394,44 @@ def _ablations(a, tr, te, x, rate, model_kw: dict, seed: int) -> dict:
     return out
 
 
-def three_d(cfg: ReproduceConfig, seeds: list[int], out: Path) -> Section:
-    """3-D tissue (6 hex sections): an interior section held out and predicted from the others."""
+def _three_d_one(item) -> dict:
+    """One seed of the 3-D experiment: ``(cfg, seed)`` -> per-method scores on the held-out section."""
     from suica.synthetic import make_tissue
 
+    cfg, s = item
+    raw = make_tissue(n_spots=cfg.n_spots_3d, n_genes=cfg.n_genes, n_domains=5, layout="hex", dim=3,
+                      n_sections=6, seed=3000 + s)
+    z = np.asarray(raw.obsm["spatial"])[:, 2]
+    levels = np.unique(np.round(z, 6))
+    test_level, val_level = levels[2 + s % 2], levels[3 - s % 2]  # interior sections: test and validation
+    a, tr, te = _prepare(raw, s, test_idx=np.flatnonzero(np.isclose(z, test_level)))
+    val = np.flatnonzero(np.isclose(np.asarray(a.obsm["spatial"])[:, 2], val_level))
+    x, rate, xyz = np.asarray(a.X), np.asarray(a.layers["rate"]), a.obsm["spatial"]
+    sel = _tune_interpolators(a, tr, val_idx=val, seed=s)
+    ev = {}
+    for m in GEN_METHODS:
+        model = _make(m, cfg.model_kw(), s, sel[m].params if m in sel else None).fit(a, train_idx=tr)
+        ev[m] = _scores(np.asarray(model.predict(xyz, allow_extrapolation=True).X), x, rate, te)
+    return {"ev": ev, "sel": {n: sel[n] for n in ("idw", "gaussian")}}
+
+
+def three_d(cfg: ReproduceConfig, seeds: list[int], out: Path) -> Section:
+    """3-D tissue (6 hex sections): an interior section held out and predicted from the others."""
     sec = Section("3-D")
-    metrics = [("rate_corr", True), ("masked_pearson", True), ("zero_iou", True)]
-    methods = ["suica", "idw", "gaussian"]
-    res = {m: {k: [] for k, _ in metrics} for m in methods}
-    for s in seeds:
-        raw = make_tissue(n_spots=cfg.n_spots_3d, n_genes=cfg.n_genes, n_domains=5, layout="hex", dim=3,
-                          n_sections=6, seed=3000 + s)
-        z = np.asarray(raw.obsm["spatial"])[:, 2]
-        levels = np.unique(np.round(z, 6))
-        test_level, val_level = levels[2 + s % 2], levels[3 - s % 2]  # interior sections: test and validation
-        a, tr, te = _prepare(raw, s, test_idx=np.flatnonzero(np.isclose(z, test_level)))
-        val = np.flatnonzero(np.isclose(np.asarray(a.obsm["spatial"])[:, 2], val_level))
-        x, rate, xyz = np.asarray(a.X), np.asarray(a.layers["rate"]), a.obsm["spatial"]
-        sel = _tune_interpolators(a, tr, val_idx=val, seed=s)
-        for m in methods:
-            model = _make(m, cfg.model_kw(), s, sel[m].params if m in sel else None).fit(a, train_idx=tr)
-            ev = _scores(np.asarray(model.predict(xyz, allow_extrapolation=True).X), x, rate, te)
-            for k, _ in metrics:
-                res[m][k].append(ev[k])
+    metrics, methods = GEN_METRICS, GEN_METHODS
+    outs = pmap(_three_d_one, [(cfg, s) for s in seeds])
+    res = {m: {k: [o["ev"][m][k] for o in outs] for k, _ in metrics} for m in methods}
+    sels = {n: [o["sel"][n] for o in outs] for n in ("idw", "gaussian")}
     for k, higher in metrics:
         for b in ("idw", "gaussian"):
             _compare(sec, res["suica"][k], res[b][k], claim=f"[3-D] SUICA beats {LABELS[b]}: {k} on a held-out "
-                     "section", metric=k, baseline_name=LABELS[b], paper=PAPER, higher=higher)
+                     "section", metric=k, baseline_name=LABELS[b], paper=PAPER, higher=higher, note=_sel_note(sels, b))
     sec.table(f"3-D: held-out interior section ({len(seeds)} seeds; {cfg.n_spots_3d} spots in 6 sections; "
               "interpolators tuned on another interior section)", ["method", *[f"{k} (mean ± sd)" for k, _ in
                                                                                  metrics]],
               [[LABELS[m]] + ["{:.3f} ± {:.3f}".format(*mean_sd(res[m][k])) for k, _ in metrics] for m in methods])
+    sec.table("interpolators tuned on validation (3-D: another interior section)", ["method", "chosen (times)",
+                                                                                    "at the edge"], _chosen_rows(sels))
     return sec
 
 
