@@ -150,9 +150,9 @@ BUDGETS = Budgets(
                  max_inner=200, block_shape_large=(12, 24, 24), eps_p=0.3, eps_seeds=1, data_shape=(14, 14, 14),
                  video_shape=(16, 16, 8), data_ps=(0.5,), ridge_kinds=("gaussian",), ridge_grid=(0.0, 1.0),
                  ridge_seeds=1, sample_factors=(4, 16), sampling_p=0.5),
-    quick=Config(seeds=3, shape=(40, 40, 40), rank=6, ps=(0.05, 0.1, 0.5, 0.9), n_sweeps=8,
+    quick=Config(seeds=3, shape=(40, 40, 40), rank=6, ps=(0.1, 0.9), n_sweeps=8,
                  block_shape=(30, 30, 30), block_rank=4, tucker_shape=(20, 20, 20), block_shape_large=(30, 60, 60),
-                 eps_seeds=2, data_shape=(30, 30, 30), video_shape=(32, 32, 16), ridge_seeds=2,
-                 sample_factors=(8, 64, 256)),
+                 eps_seeds=1, data_kinds=("tucker", "video"), data_shape=(30, 30, 30), video_shape=(32, 32, 16),
+                 data_ps=(0.1,), ridge_kinds=("gaussian",), ridge_seeds=3, sample_factors=(8, 64, 256)),
     full=Config(seeds=5),
 )
