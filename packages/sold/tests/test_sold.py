@@ -354,3 +354,36 @@ def test_collect_episodes_convention():
     assert (ep.actions[:, 0] == 0).all() and np.isfinite(ep.rewards[:, 1:]).all()
     assert frames_to_video(ep.frames).shape == (2, 6, 3, 32, 32)
     np.testing.assert_array_equal(collect_episodes(env, 1, seed=4).frames, collect_episodes(env, 1, seed=4).frames)
+
+
+def test_each_autoencoder_is_pretrained_with_its_own_learning_rate(monkeypatch):
+    """SAVi gets ``ae.lr``, the holistic AE ``ae.holistic_lr`` (at SAVi's 2e-3 its sigmoid decoder dies)."""
+    import sold.agent as agent_mod
+    from sold.config import AgentConfig, AutoencoderConfig
+
+    seen = {}
+
+    def fake(model, frames, *, lr, **kw):
+        seen[type(model).__name__] = lr
+        return [0.0]
+
+    monkeypatch.setattr(agent_mod, "pretrain_autoencoder", fake)
+    env = ColorReach2D(num_objects=3, task="distinct", reward="dense")
+    ac = AutoencoderConfig(lr=2e-3, holistic_lr=5e-4, pretrain_episodes=1, pretrain_steps=1)
+    for rep in ("slots", "holistic"):
+        agent_mod.SOLD(env, config=AgentConfig(num_bins=31), ae_config=ac, representation=rep).pretrain()
+    assert seen == {"SAVi": 2e-3, "HolisticAE": 5e-4}
+    assert seen["SAVi"] != seen["HolisticAE"]                               # negative control: not one shared lr
+
+
+def test_lr_grids_are_validated_and_of_equal_size():
+    from sold.config import Config
+
+    with pytest.raises(ValueError, match="holistic_lr_grid"):
+        Config(holistic_lr_grid=(1e-3, -1.0, 1e-2))
+    with pytest.raises(ValueError, match="same size"):
+        Config(lr_grid=(1e-3, 3e-3), holistic_lr_grid=(1e-3, 3e-3, 1e-2))
+    with pytest.raises(ValueError, match="holistic_lr"):
+        from sold.config import AutoencoderConfig
+        AutoencoderConfig(holistic_lr=0.0)
+    Config(lr_grid=(1e-3,), holistic_lr_grid=(3e-3,))                       # equal size, different values: fine

@@ -139,7 +139,8 @@ class SOLD:
         else:
             self.autoencoder = build_holistic_ae(a, image_size=self.image_size)
         curve = pretrain_autoencoder(self.autoencoder, frames, steps=steps or a.pretrain_steps, batch=a.batch,
-                                     seq_len=a.seq_len, lr=a.lr, seed=self.seed, warmup=a.warmup, clip=a.grad_clip,
+                                     seq_len=a.seq_len, lr=a.lr if self.representation == "slots" else a.holistic_lr,
+                                     seed=self.seed, warmup=a.warmup, clip=a.grad_clip,
                                      actions=eps.actions, progress=progress)
         self._build()
         return curve
