@@ -331,7 +331,7 @@ def open_loop(cfg: Config, seeds: list[int], out: Path) -> Section:
     sel = _select(cfg, res)
     lr = {k: sel[k].params["lr"] for k in ("slots", "holistic")}
     cols, rows = selections_table(sel)
-    sec.table("Dynamics learning rate chosen on the validation episodes (same grid and steps for both; score = "
+    sec.table("Dynamics learning rate chosen on the validation episodes (grids of the same size, same steps for both; score = "
               "mean open-loop pixel MSE over horizons 1–10)", cols, rows)
     h = cfg.eval_horizon
     mse = {k: np.array([r["wm"][(k, lr[k])]["test"] for r in res]) for k in ("slots", "holistic")}  # [S, H]
