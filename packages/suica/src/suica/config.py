@@ -177,7 +177,7 @@ class ReproduceConfig:
 
 _SMOKE_MODEL = (("gae_hidden", (32, 16)), ("latent_dim", 8), ("inr_width", 32), ("ffn_mapping", 16),
                 ("gae_epochs", 10), ("inr_epochs", 10), ("decoder_epochs", 5))
-_QUICK_MODEL = (("gae_epochs", 60), ("inr_epochs", 100), ("decoder_epochs", 50))
+_QUICK_MODEL = (("gae_epochs", 40), ("inr_epochs", 70), ("decoder_epochs", 35))
 
 BUDGETS = Budgets(
     smoke=ReproduceConfig(seeds=1, n_spots=150, n_genes=40, n_spots_3d=240, model=_SMOKE_MODEL,
