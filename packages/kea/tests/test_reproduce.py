@@ -56,8 +56,7 @@ def test_tuning_is_alike_and_picks_the_best_validation_score(monkeypatch):
         return {"solved_episode": solved}
 
     monkeypatch.setattr(R, "_run", fake_run)
-    pool = R._Pool.__new__(R._Pool)
-    pool.ex = None
+    pool = R.ForkPool(1)  # inline: the monkeypatched _run is called here
     sel = R.tune(cfg, [0, 1, 2], pool, variants=tuple(best))
     assert {v: s.params["lr"] for v, s in sel.items()} == best
     assert {m for *_, m in seen} == {R.VAL_MAPPING_SEED} and {s for _, _, s, _ in seen} == {10_000, 10_001}

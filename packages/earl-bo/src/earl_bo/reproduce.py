@@ -20,15 +20,14 @@ in advance (:mod:`earl_bo.config`, :mod:`earl_bo.baselines`); see the README.
 from __future__ import annotations
 
 import math
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 from icml25.claims import Claim, Report
 from icml25.experiment import Section, run_experiments
+from icml25.parallel import fork_map
 
 from earl_bo.config import BUDGETS, HPO_BUDGETS, TASKS, Config
 from earl_bo.errors import EarlBoError
@@ -85,19 +84,9 @@ def _init_job(args: tuple) -> list:
 
 
 def _pool_map(fn, jobs: list, workers: int, order: list[int] | None = None) -> list:
-    """``[fn(j) for j in jobs]`` on ``workers`` forked processes (one torch thread each), in ``order``."""
-    if workers <= 1 or len(jobs) <= 1:
-        return [fn(j) for j in jobs]
-    order = list(range(len(jobs))) if order is None else order
-    import botorch  # noqa: F401  (imported once here, so that the forked workers inherit it instead of re-importing)
-
-    ctx = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        res = list(pool.map(fn, [jobs[i] for i in order]))
-    out: list = [None] * len(jobs)
-    for i, r in zip(order, res):
-        out[i] = r
-    return out
+    """``[fn(j) for j in jobs]`` on ``workers`` forked one-thread processes (submitted in ``order``), botorch imported
+    once before forking so the workers inherit it."""
+    return fork_map(fn, jobs, workers, order=order, preload=("botorch",))
 
 
 def _run_jobs(jobs: list[tuple], workers: int) -> list[dict]:

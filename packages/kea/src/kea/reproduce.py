@@ -22,7 +22,7 @@ options). Jobs are fanned out over two forked worker processes with one torch th
 from __future__ import annotations
 
 import os
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from icml25.claims import Claim, Report, fmt_seeds
 from icml25.experiment import Section, run_experiments
+from icml25.parallel import ForkPool
 
 from kea.config import ABLATION, BUDGETS, CONTINUOUS, LARGE, Config, ContinuousConfig
 
@@ -88,32 +89,9 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
     return run_variant(**job)
 
 
-class _Pool:
-    """Runs jobs in ``workers`` forked processes (or inline for one worker); ``submit`` returns a Future."""
-
-    def __init__(self, workers: int) -> None:
-        import torch  # noqa: F401  (imported before forking so that the workers inherit it)
-
-        import kea.agent  # noqa: F401
-        import kea.experiment  # noqa: F401
-
-        self.ex = None
-        if workers > 1:
-            import multiprocessing as mp
-
-            ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-            self.ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-
-    def submit(self, job: dict[str, Any]) -> Future:
-        if self.ex is not None:
-            return self.ex.submit(_run, job)
-        f: Future = Future()
-        f.set_result(_run(job))
-        return f
-
-    def close(self) -> None:
-        if self.ex is not None:
-            self.ex.shutdown()
+def _pool(workers: int) -> ForkPool:
+    """The shared fork pool, with torch and kea's modules imported before forking so the workers inherit them."""
+    return ForkPool(workers, preload=("torch", "kea.agent", "kea.experiment"))
 
 
 def solve_episode(r: dict[str, Any], budget_eps: int) -> float:
@@ -135,7 +113,7 @@ def _curve(runs: list[dict[str, Any]], points: list[int], fn) -> np.ndarray:
     return np.array([[fn(r, p) for p in points] for r in runs], dtype=float)  # (seeds, points)
 
 
-def tune(cfg: Config, seeds: list[int], pool: _Pool, *, variants: tuple[str, ...] = VARIANT_NAMES):
+def tune(cfg: Config, seeds: list[int], pool: ForkPool, *, variants: tuple[str, ...] = VARIANT_NAMES):
     """:func:`icml25.tuning.tune_alike` over ``cfg.lr_grid`` for every variant, on the validation split (lower =
     fewer episodes to solve the validation instance). All grid points are submitted at once."""
     from icml25.tuning import tune_alike
@@ -146,7 +124,7 @@ def tune(cfg: Config, seeds: list[int], pool: _Pool, *, variants: tuple[str, ...
     def futures(v: str, lr: float) -> list[Future]:
         key = (v, float(lr))
         if key not in cache:
-            cache[key] = [pool.submit(ds_job(cfg, v, s, lr, size=val["size"], episodes=cfg.val_episodes,
+            cache[key] = [pool.submit(_run, ds_job(cfg, v, s, lr, size=val["size"], episodes=cfg.val_episodes,
                                              mapping_seed=val["mapping_seed"], warmup=cfg.val_warmup_episodes,
                                              eval_every=cfg.val_eval_every))
                           for s in val["seeds"]]
@@ -170,14 +148,14 @@ def deepsea(cfg: Config, seeds: list[int], out: Path) -> Section:
 
     sec = Section("deepsea")
     split = validation_split(cfg, seeds)
-    pool = _Pool(cfg.workers)
+    pool = _pool(cfg.workers)
     try:
         sel = tune(cfg, seeds, pool)
         lr = {v: float(sel[v].params["lr"]) for v in VARIANT_NAMES}
         jobs = [ds_job(cfg, v, s, lr[v], size=n, episodes=cfg.episodes, mapping_seed=TEST_MAPPING_SEED)
                 for n in cfg.sizes for v in VARIANT_NAMES for s in seeds]
         jobs.sort(key=lambda j: -j["steps"] * (2 if j["variant"].startswith("KEA") else 1))  # longest first
-        results = [f.result() for f in [pool.submit(j) for j in jobs]]
+        results = [f.result() for f in [pool.submit(_run, j) for j in jobs]]
     finally:
         pool.close()
     cols, rows = selections_table(sel)
@@ -270,9 +248,9 @@ def cost(cfg: Config, seeds: list[int], out: Path) -> Section:
                     kw["standard_update"] = "always"
                 jobs.append(dict(task=task, variant=v, seed=s, size=n, steps=cfg.cost_steps, agent_kwargs=kw,
                                  eval_every=10 ** 9, num_envs=cfg.num_envs))
-    pool = _Pool(cfg.workers)
+    pool = _pool(cfg.workers)
     try:
-        results = [f.result() for f in [pool.submit(j) for j in jobs]]
+        results = [f.result() for f in [pool.submit(_run, j) for j in jobs]]
     finally:
         pool.close()
     rows = []
@@ -314,9 +292,9 @@ def continuous(cfg: ContinuousConfig, seeds: list[int], out: Path) -> Section:
                     eval_episodes=2, stop_when_solved=True, num_envs=cfg.num_envs)
 
     budget_eps = cfg.steps // n
-    pool = _Pool(cfg.workers)
+    pool = _pool(cfg.workers)
     try:
-        vf = {(v, lr): [pool.submit(job(v, s, lr, cfg.val_steps)) for s in val_seeds]
+        vf = {(v, lr): [pool.submit(_run, job(v, s, lr, cfg.val_steps)) for s in val_seeds]
               for lr in cfg.lr_grid for v in VARIANT_NAMES}
 
         def evaluator(v: str):
@@ -325,7 +303,7 @@ def continuous(cfg: ContinuousConfig, seeds: list[int], out: Path) -> Section:
         sel = tune_alike({v: (evaluator(v), {"lr": list(cfg.lr_grid)}) for v in VARIANT_NAMES},
                          higher_is_better=False, extend=cfg.extend)
         lr = {v: float(sel[v].params["lr"]) for v in VARIANT_NAMES}
-        futs = [pool.submit(job(v, s, lr[v], cfg.steps)) for v in VARIANT_NAMES for s in seeds]
+        futs = [pool.submit(_run, job(v, s, lr[v], cfg.steps)) for v in VARIANT_NAMES for s in seeds]
         results = [f.result() for f in futs]
     finally:
         pool.close()
@@ -373,9 +351,9 @@ def ablation(cfg: Config, seeds: list[int], out: Path) -> Section:
                            options=opts))
             for label, v, opts, ss in rows_spec for s in ss]
     order = sorted(range(len(jobs)), key=lambda i: -(2 if jobs[i][1]["variant"].startswith("KEA") else 1))
-    pool = _Pool(cfg.workers)
+    pool = _pool(cfg.workers)
     try:
-        futs = {i: pool.submit(jobs[i][1]) for i in order}
+        futs = {i: pool.submit(_run, jobs[i][1]) for i in order}
         results = [(jobs[i][0], futs[i].result()) for i in range(len(jobs))]
     finally:
         pool.close()

@@ -166,31 +166,21 @@ def _job(job: dict[str, Any]) -> dict[str, Any]:
         return {"diverged": True}
 
 
-def _worker_init() -> None:
-    import torch
-
-    torch.set_num_threads(1)
-
-
 def run_many(jobs: list[dict[str, Any]], cfg: Config) -> list[dict[str, Any]]:
     """Run independent fine-tuning ``jobs`` (``method``, ``params``, ``seed``, ``with_val``, ``filter_rank``), in
     ``cfg.workers`` forked processes with one torch thread each when there is more than one job, else here.
 
     Every run seeds itself (``torch.manual_seed(seed)``, its own data and masks), so the numbers do not depend on
     which worker ran it. The workers are forked after :func:`_setup`, so they share the pretrained base model."""
-    import multiprocessing
-
     import torch
+    from icml25.parallel import fork_map
 
     _CACHE["job_env"] = _setup(cfg)
     _CACHE["job_cfg"] = cfg
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one thread per run everywhere (same numbers here and in a worker); no multi-thread
     try:                      # OpenMP pool alive across the fork
-        if cfg.workers <= 1 or len(jobs) <= 1:
-            return [_job(j) for j in jobs]
-        with multiprocessing.get_context("fork").Pool(min(cfg.workers, len(jobs)), initializer=_worker_init) as pool:
-            return list(pool.imap(_job, jobs, chunksize=1))
+        return fork_map(_job, jobs, cfg.workers)
     finally:
         torch.set_num_threads(threads)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from functools import partial
 from itertools import product
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from icml25.claims import Claim, fmt_seeds
 from icml25.experiment import Section, run_experiments
+from icml25.parallel import ForkPool
 
 from relgnn.config import BUDGETS, Config
 
@@ -94,17 +94,10 @@ def _fit_job(job: tuple) -> tuple:
 
 
 def _run_jobs(jobs: list, workers: int, bar) -> dict:
+    """Fit every job (forked one-thread workers when ``workers > 1``), in job order, ticking ``bar``."""
     out = {}
-    if workers <= 1 or len(jobs) <= 1:
-        for j in jobs:
-            k, v = _fit_job(j)
-            out[k] = v
-            bar.update()
-        return out
-    import multiprocessing as mp
-
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork")) as ex:
-        for k, v in ex.map(_fit_job, jobs):
+    with ForkPool(workers if len(jobs) > 1 else 1) as pool:
+        for k, v in pool.imap(_fit_job, jobs):
             out[k] = v
             bar.update()
     return out

@@ -136,24 +136,13 @@ def _tune_interpolators(a, tr, val_idx=None, seed: int = 0):
     return tune_alike({n: (scorer(n), GRIDS[n]) for n in GRIDS}, extend=EXTEND)
 
 
-def _one_thread() -> None:
-    import torch
-
-    torch.set_num_threads(1)
-
-
 def pmap(fn, items: list) -> list:
-    """``[fn(i) for i in items]`` over :data:`WORKERS` forked processes (one torch thread each), order kept.
+    """``[fn(i) for i in items]`` over :data:`WORKERS` forked one-thread processes (:func:`icml25.parallel.fork_map`),
+    order kept. Every item is an independent tissue / seed whose models seed themselves (``SUICAConfig.seed``), so the
+    numbers do not depend on which process runs it."""
+    from icml25.parallel import fork_map
 
-    Every item is an independent tissue / seed whose models seed themselves (``SUICAConfig.seed``), so the numbers
-    do not depend on which process runs it.
-    """
-    if WORKERS <= 1 or len(items) <= 1:
-        return [fn(i) for i in items]
-    import multiprocessing as mp
-
-    with mp.get_context("fork").Pool(min(WORKERS, len(items)), initializer=_one_thread) as pool:
-        return pool.map(fn, items, chunksize=1)
+    return fork_map(fn, items, WORKERS)
 
 
 def _scores(p, x, rate, idx) -> dict:
