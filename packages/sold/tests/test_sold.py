@@ -357,7 +357,7 @@ def test_collect_episodes_convention():
 
 
 def test_each_autoencoder_is_pretrained_with_its_own_learning_rate(monkeypatch):
-    """SAVi gets ``ae.lr``, the holistic AE ``ae.holistic_lr`` (at SAVi's 2e-3 its sigmoid decoder dies)."""
+    """SAVi gets ``ae.lr``, the holistic AE ``ae.holistic_lr`` (two knobs, each tuned by ``reproduce --task ae-lr``)."""
     import sold.agent as agent_mod
     from sold.config import AgentConfig, AutoencoderConfig
 
@@ -387,3 +387,63 @@ def test_lr_grids_are_validated_and_of_equal_size():
         from sold.config import AutoencoderConfig
         AutoencoderConfig(holistic_lr=0.0)
     Config(lr_grid=(1e-3,), holistic_lr_grid=(3e-3,))                       # equal size, different values: fine
+
+
+def test_autoencoder_lr_grids_are_validated_and_of_equal_size():
+    from sold.config import Config
+
+    with pytest.raises(ValueError, match="same size"):
+        Config(ae_lr_grid=(1e-3, 2e-3, 4e-3), holistic_ae_lr_grid=(5e-4, 1e-3))
+    with pytest.raises(ValueError, match="ae_lr_grid"):
+        Config(ae_lr_grid=(1e-3, 0.0, 4e-3))
+    Config(ae_lr_grid=(1e-3, 2e-3), holistic_ae_lr_grid=(2.5e-4, 5e-4))      # equal size, own values: fine
+
+
+def test_reproduce_rejects_an_unknown_task(tmp_path):
+    from sold.reproduce import reproduce
+
+    with pytest.raises(SoldError, match="task"):
+        reproduce(quick=False, smoke=True, out=tmp_path, seed=0, task="nope")
+    assert not any(tmp_path.iterdir())
+
+
+def test_update_time_profile_parts_add_up_to_the_update():
+    from sold.agent import SOLD
+    from sold.config import AgentConfig, AutoencoderConfig
+
+    env = ColorReach2D(num_objects=3, task="distinct", reward="dense", max_steps=12)
+    agent = SOLD(env, config=AgentConfig(num_bins=31, batch=2, dyn_horizon=4, imag_horizon=3, token_dim=16,
+                                         heads=2, ff_dim=16, head_hidden=16),
+                 ae_config=AutoencoderConfig(), autoencoder=tiny_savi(image_size=32, num_slots=3, slot_dim=8),
+                 representation="slots", seed=0)
+    ep = collect_episodes(env, 2, seed=0)
+    for e in range(2):
+        agent.buffer.start(ep.frames[e, 0], 2)
+        for t in range(1, ep.frames.shape[1]):
+            agent.buffer.add(ep.frames[e, t], ep.actions[e, t], ep.rewards[e, t])
+    agent._update()                                                      # warm-up
+    parts: dict = {}
+    import time
+    t0 = time.perf_counter()
+    agent._update(parts)
+    wall = time.perf_counter() - t0
+    assert set(parts) == {"encode", "world_model", "imagination"} and all(v > 0 for v in parts.values())
+    assert 0.9 * wall <= sum(parts.values()) <= wall                    # no part missing, none counted twice
+
+
+def test_stage_a_job_hands_its_trained_autoencoder_to_stage_b():
+    """The weights and latents an ``ae_job`` returns rebuild the same encoder in another job (numpy round trip)."""
+    from dataclasses import replace
+
+    from sold.config import BUDGETS
+    from sold.reproduce import _build_ae, _data, ae_job
+
+    cfg = replace(BUDGETS.smoke, ae=replace(BUDGETS.smoke.ae, pretrain_steps=2))
+    r = ae_job(cfg, 0, "slots", 1e-3, keep=True)
+    vid = _data(cfg, 0)["vid"]["val"]
+    with torch.no_grad():
+        again = _build_ae(cfg, "slots", r["state"]).encode(vid).numpy()
+        fresh = _build_ae(cfg, "slots").encode(vid).numpy()
+    np.testing.assert_allclose(again, r["latents"]["val"], atol=1e-5)
+    assert np.abs(fresh - r["latents"]["val"]).max() > 1e-3                # negative control: untrained weights differ
+    assert np.isfinite(r["recon_val"]) and -1 <= r["ari_val"] <= 1

@@ -165,18 +165,27 @@ class SOLD:
         return self.learner.act(lat, deterministic=deterministic)[0].numpy()
 
     # ------------------------------------------------------------------ learning
-    def _update(self) -> dict[str, float]:
+    def _update(self, timings: dict[str, float] | None = None) -> dict[str, float]:
+        """One update; ``timings`` (if given) accumulates the seconds of its three parts: ``encode`` (sample +
+        re-encode the window with the frozen autoencoder), ``world_model`` (dynamics + reward step) and
+        ``imagination`` (actor + critic step)."""
         c = self.cfg
+        t0 = time.perf_counter()
         ctx = int(self.rng.integers(c.min_context, c.max_context + 1))
         seq = c.max_context + c.dyn_horizon
         frames, acts, rews = self.buffer.sample(c.batch, seq, self.rng)
         video = as_video(torch.as_tensor(frames_to_video(frames)), self.image_size)
         lat = self.world.encode(video)                                              # frozen, re-encoded per window
         a_after = actions_after(acts)
+        t1 = time.perf_counter()
         out = self.world.train_step(lat, video, a_after, torch.as_tensor(rews), context=ctx,
                                     horizon=seq - ctx)
+        t2 = time.perf_counter()
         out.update(self.learner.update(self.world.predict_next, self.world.reward, lat[:, :ctx],
                                        a_after[:, : ctx - 1]))
+        if timings is not None:
+            for k, v in (("encode", t1 - t0), ("world_model", t2 - t1), ("imagination", time.perf_counter() - t2)):
+                timings[k] = timings.get(k, 0.0) + v
         return out
 
     def learn(self, total_steps: int, *, progress: bool = False, callback=None) -> SOLD:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, run_reproduce
 
@@ -59,6 +60,9 @@ class SoldReproduceOptions(ReproduceOptions):
 
     rl: bool = False
     """Also run behaviour learning (SOLD vs the holistic agent, random and oracle beside them)."""
+    task: Literal["main", "ae-lr"] = "main"
+    """main: the claims (results/full); ae-lr: tune both autoencoders' pre-training learning rates alike
+    (results/full/ae_lr), the run that justifies the defaults ae.lr and ae.holistic_lr."""
 
 
 def _check_representation(rep: str) -> None:
@@ -212,7 +216,7 @@ def reproduce_command(opts: SoldReproduceOptions) -> int:
         def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int):
             from sold.reproduce import reproduce
 
-            return reproduce(quick=quick, smoke=smoke, out=out, seed=seed, rl=opts.rl)
+            return reproduce(quick=quick, smoke=smoke, out=out, seed=seed, rl=opts.rl, task=opts.task)
 
     run_reproduce(_Method, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed, overwrite=opts.overwrite,
                   quiet=opts.quiet, device="cpu")

@@ -102,16 +102,18 @@ class AutoencoderConfig(_Checked):
     """CNN channels of the holistic baseline's autoencoder."""
     pretrain_episodes: int = 200
     """Random-action episodes for pre-training."""
-    pretrain_steps: int = 900
+    pretrain_steps: int = 1200
     """Pre-training steps (both autoencoders get the same; SAVi's slots start to separate the discs after ~400–900)."""
     batch: int = 8
     """Pre-training batch (sequences)."""
     seq_len: int = 3
     """Pre-training sequence length (frames)."""
-    lr: float = 2e-3
-    """SAVi's Adam learning rate (after a linear warm-up)."""
-    holistic_lr: float = 5e-4
-    """The holistic autoencoder's Adam learning rate (at 2e-3 its sigmoid decoder dies: a constant dark image)."""
+    lr: float = 1e-3
+    """SAVi's Adam learning rate (after a linear warm-up); chosen by ``reproduce --task ae-lr`` on validation
+    reconstruction from {5e-4, 1e-3, 2e-3, 4e-3} (results/full/ae_lr)."""
+    holistic_lr: float = 1e-3
+    """The holistic autoencoder's Adam learning rate; chosen by ``reproduce --task ae-lr`` from {2.5e-4, 5e-4, 1e-3,
+    2e-3} (at 2e-3 its sigmoid decoder can die: a constant dark image)."""
     warmup: int = 50
     """Warm-up steps (per step, from lr / warmup)."""
     grad_clip: float = 1.0
@@ -247,6 +249,15 @@ class Config(_Checked):
     holistic_lr_grid: tuple[float, ...] = (1e-3, 3e-3, 1e-2)
     """Dynamics learning rates tried for the holistic world model (same size as lr_grid, shifted one step up:
     with {1e-3, 3e-3} the slot model chose the lower and the holistic model the upper edge)."""
+    ae_lr_grid: tuple[float, ...] = (1e-3, 2e-3, 4e-3)
+    """SAVi pre-training learning rates tried by ``reproduce --task ae-lr`` (chosen on validation reconstruction)."""
+    holistic_ae_lr_grid: tuple[float, ...] = (2.5e-4, 5e-4, 1e-3)
+    """The holistic autoencoder's learning rates tried by ``reproduce --task ae-lr`` (same size and spacing as
+    ae_lr_grid, centred on its own default)."""
+    tune_extend: int = 1
+    """Points tried beyond a grid's edge when the validation choice lands on it (every grid of this config)."""
+    ae_tune_seeds: int = 2
+    """Seeds of ``reproduce --task ae-lr`` (the first ones of the run's seeds)."""
     workers: int = 2
     """Worker processes (one torch thread each)."""
     rl_steps: int = 3000
@@ -256,17 +267,19 @@ class Config(_Checked):
 
     def validate(self) -> None:
         check_positive(self, "seeds", "train_episodes", "val_episodes", "test_episodes", "wm_steps",
-                       "eval_context", "eval_horizon", "workers", "rl_steps", "rl_eval_episodes")
+                       "eval_context", "eval_horizon", "workers", "rl_steps", "rl_eval_episodes", "ae_tune_seeds")
+        check_non_negative(self, "tune_extend")
         if self.eval_context + self.eval_horizon > self.env.max_steps + 1:
             raise SoldError(f"eval_context + eval_horizon ({self.eval_context + self.eval_horizon}) must be <= "
                             f"the episode length ({self.env.max_steps + 1} frames)")
-        for name in ("lr_grid", "holistic_lr_grid"):
+        for name in ("lr_grid", "holistic_lr_grid", "ae_lr_grid", "holistic_ae_lr_grid"):
             grid = getattr(self, name)
             if not grid or any(not (lr > 0) for lr in grid):
                 raise SoldError(f"{name} must hold positive learning rates, got {grid!r}")
-        if len(self.lr_grid) != len(self.holistic_lr_grid):
-            raise SoldError(f"lr_grid and holistic_lr_grid must have the same size (tuned alike), got "
-                            f"{len(self.lr_grid)} and {len(self.holistic_lr_grid)}")
+        for a, b in (("lr_grid", "holistic_lr_grid"), ("ae_lr_grid", "holistic_ae_lr_grid")):
+            if len(getattr(self, a)) != len(getattr(self, b)):
+                raise SoldError(f"{a} and {b} must have the same size (tuned alike), got "
+                                f"{len(getattr(self, a))} and {len(getattr(self, b))}")
 
 
 def paper() -> Config:
@@ -289,7 +302,8 @@ def cpu() -> Config:
 
 BUDGETS = Budgets(
     smoke=replace(cpu(), seeds=1, train_episodes=12, val_episodes=4, test_episodes=4, wm_steps=3,
-                  lr_grid=(1e-3,), holistic_lr_grid=(1e-3,), workers=1, rl_steps=60, rl_eval_episodes=1,
+                  lr_grid=(1e-3,), holistic_lr_grid=(1e-3,), ae_lr_grid=(1e-3, 2e-3), holistic_ae_lr_grid=(5e-4, 1e-3),
+                  ae_tune_seeds=1, workers=1, rl_steps=60, rl_eval_episodes=1,
                   ae=replace(AutoencoderConfig(), pretrain_steps=3, pretrain_episodes=6),
                   agent=replace(AgentConfig(), seed_steps=30, update_every=25, updates_per=1, num_bins=31)),
     quick=replace(cpu(), seeds=3, train_episodes=40, val_episodes=6, test_episodes=8, wm_steps=25,

@@ -1,15 +1,17 @@
 """Side-by-side reproduction of SOLD's claims at CPU scale: a list of experiments (Mosbach et al., ICML 2025).
 
-Per seed (its own environment episodes, autoencoders and world models; two seeds at a time in forked workers with one
+Per seed (its own environment episodes, autoencoders and world models; small jobs on two forked workers with one
 torch thread each):
 
 1. **Data**: random-action episodes of ``ColorReach2D`` ("distinct", 3 discs), disjoint reset seeds for the
    training, validation and test splits.
-2. **Stage A**: SAVi and the holistic autoencoder pre-trained with the same steps, batch and learning rate; the
-   decomposition gate is the foreground ARI of SAVi's masks against the true object masks on the test episodes.
+2. **Stage A**: SAVi and the holistic autoencoder pre-trained with the same steps, batch and data, each at its own
+   learning rate (``ae.lr``, ``ae.holistic_lr``: the defaults are the choices of ``reproduce --task ae-lr``, which
+   tunes both alike on grids of the same size by validation reconstruction MSE); the decomposition gate is the
+   foreground ARI of SAVi's masks against the true object masks on the test episodes.
 3. **Stage B**: the slot world model (OCVP dynamics + slot-aggregation reward head) and the holistic one (GRU dynamics
    + MLP reward head) trained with the same steps and batch; the dynamics learning rate of each is tuned alike on
-   the validation episodes (same grid, :func:`icml25.tuning.tune_alike`).
+   the validation episodes (grids of the same size, :func:`icml25.tuning.tune_alike`).
 4. **Claims**: open-loop pixel MSE at horizons 1 … 10 on held-out episodes (slots vs holistic), the reward model's
    attention on the target's slot vs the other discs' slots, the ARI gate, and the engineering targets (environment
    steps per model update; SOLD's update time vs the holistic agent's).
@@ -63,172 +65,217 @@ def _target_attention(att: np.ndarray, masks: np.ndarray, segs: np.ndarray, targ
     return float(np.mean(tgt)), float(np.mean(oth))
 
 
-def seed_job(cfg: Config, seed: int, rl: bool = False, first: bool = True) -> dict[str, Any]:
-    import torch
-
-    from sold.agent import SOLD, build_holistic_ae, build_savi
-    from sold.data import collect_episodes, foreground_ari
-    from sold.dreamer import TwoHot
-    from sold.envs import ColorReach2D
-    from sold.savi import frames_to_video
-    from sold.world import (
-        HolisticWorldModel,
-        SlotWorldModel,
-        actions_after,
-        n_params,
-        pretrain_autoencoder,
-        train_world_model,
-    )
-
-    torch.set_num_threads(1)
-    ec, ac, gc = cfg.env, cfg.ae, cfg.agent
-    env = ColorReach2D(num_objects=ec.num_objects, task=ec.task, reward=ec.reward, size=ec.size,
-                       max_steps=ec.max_steps)
-    base = seed * 1_000_003
-    t0 = time.perf_counter()
-    split = {k: collect_episodes(env, n, seed=base + SPLIT_OFFSETS[k]) for k, n in
-             (("train", cfg.train_episodes), ("val", cfg.val_episodes), ("test", cfg.test_episodes))}
-    env_steps = sum(len(e) * ec.max_steps for e in split.values())
-    env_sps = env_steps / (time.perf_counter() - t0)
-    vid = {k: frames_to_video(e.frames) for k, e in split.items()}
-    out: dict[str, Any] = {"seed": seed, "env_steps_per_s": env_sps}
-
-    # ---- stage A: autoencoders, same budget
-    torch.manual_seed(seed)
-    savi = build_savi(ac, image_size=ec.size, action_dim=2)
-    test_fr = vid["test"][:, : cfg.eval_context + cfg.eval_horizon]
-    test_seg = split["test"].segs[:, : cfg.eval_context + cfg.eval_horizon]
-
-    def ari_of(model) -> float:
-        with torch.no_grad():
-            _, masks = model.decode(model.encode(test_fr))
-        k = masks.shape[2]
-        return foreground_ari(test_seg.reshape(-1, ec.size, ec.size), masks.reshape(-1, k, ec.size, ec.size).numpy())
-
-    out["ari_untrained"] = ari_of(savi)
-    t0 = time.perf_counter()
-    out["savi_curve"] = pretrain_autoencoder(savi, vid["train"], steps=ac.pretrain_steps, batch=ac.batch,
-                                             seq_len=ac.seq_len, lr=ac.lr, seed=seed, warmup=ac.warmup,
-                                             clip=ac.grad_clip, actions=split["train"].actions)
-    out["savi_seconds"] = time.perf_counter() - t0
-    out["ari"] = ari_of(savi)
-    torch.manual_seed(seed)
-    hae = build_holistic_ae(ac, image_size=ec.size)
-    t0 = time.perf_counter()
-    out["holistic_curve"] = pretrain_autoencoder(hae, vid["train"], steps=ac.pretrain_steps, batch=ac.batch,
-                                                 seq_len=ac.seq_len, lr=ac.holistic_lr, seed=seed, warmup=ac.warmup,
-                                                 clip=ac.grad_clip)
-    out["holistic_ae_seconds"] = time.perf_counter() - t0
-    with torch.no_grad():
-        xt = torch.as_tensor(test_fr).float() / 255
-        out["recon_mse"] = {"slots": float(((savi.decode(savi.encode(test_fr))[0] - xt) ** 2).mean()),
-                            "holistic": float(((hae.decode(hae.encode(test_fr)) - xt) ** 2).mean())}
-
-    # ---- stage B: world models, dynamics lr from the shared grid
-    th = TwoHot(gc.num_bins, gc.bin_low, gc.bin_high)
-    c, h = cfg.eval_context, cfg.eval_horizon
-
-    def make(kind: str, lr: float):
-        torch.manual_seed(seed + 7)
-        if kind == "slots":
-            return SlotWorldModel(savi=savi, action_dim=2, twohot=th, token_dim=gc.token_dim,
-                                  num_layers=gc.num_layers, heads=gc.heads, ff_dim=gc.ff_dim,
-                                  dropout=gc.dynamics_dropout, dyn_lr=lr, reward_lr=gc.reward_lr,
-                                  head_hidden=gc.head_hidden, image_loss_steps=gc.image_loss_steps)
-        return HolisticWorldModel(ae=hae, action_dim=2, twohot=th, hidden=gc.holistic_hidden, dyn_lr=lr,
-                                  reward_lr=gc.reward_lr, head_hidden=gc.head_hidden,
-                                  image_loss_steps=gc.image_loss_steps)
-
-    out["wm"] = {}
-    out["params"] = {}
-    for kind in ("slots", "holistic"):
-        probe = make(kind, 1e-3)
-        ae = savi if kind == "slots" else hae
-        out["params"][kind] = {"autoencoder": n_params(ae), "dynamics": n_params(probe.dynamics),
-                               "reward": n_params(probe.reward)}
-        lat = {k: probe.encode_episodes(v) for k, v in vid.items()}
-        acts = {k: actions_after(e.actions) for k, e in split.items()}
-        for lr in (cfg.lr_grid if kind == "slots" else cfg.holistic_lr_grid):
-            wm = make(kind, lr)
-            t0 = time.perf_counter()
-            curve = train_world_model(wm, lat["train"], vid["train"], split["train"].actions, split["train"].rewards,
-                                      steps=cfg.wm_steps, batch=gc.batch, context=gc.max_context,
-                                      horizon=gc.dyn_horizon, seed=seed)
-            secs = time.perf_counter() - t0
-            val = wm.open_loop_mse(lat["val"], vid["val"], acts["val"], context=c, horizon=h)
-            test = wm.open_loop_mse(lat["test"], vid["test"], acts["test"], context=c, horizon=h)
-            rec = {"val": val.tolist(), "test": test.tolist(), "seconds": secs, "curve": curve[:: max(1, len(curve) // 50)]}
-            if kind == "slots":
-                with torch.no_grad():
-                    att = wm.reward.output_attention_on_slots(lat["test"][:, : c + h]).numpy()
-                    _, masks = savi.decode(lat["test"][:, : c + h])
-                rec["attn_target"], rec["attn_other"] = _target_attention(
-                    att, masks.numpy(), test_seg, split["test"].targets, ec.num_objects)
-            if first:
-                with torch.no_grad():
-                    pred = wm.dynamics.rollout(lat["test"][:1, :c], acts["test"][:1, : c + h - 1], h)
-                    rec["example"] = np.clip(wm.decode_image(pred)[0].numpy() * 255, 0, 255).astype(np.uint8)
-            out["wm"][(kind, lr)] = rec
-    if first:
-        with torch.no_grad():
-            img, masks = savi.decode(savi.encode(test_fr[:1, : c + h]))
-        out["example"] = {"frames": test_fr[0, : c + h], "savi_recon": (img[0].numpy() * 255).astype(np.uint8),
-                          "savi_masks": masks[0].numpy().astype(np.float16)}
-
-    # ---- speed of one update (world model + imagination) for both agents, on the same data
-    for kind, ae in (("slots", savi), ("holistic", hae)):
-        agent = SOLD(env, config=gc, ae_config=ac, autoencoder=ae, representation=kind, seed=seed)
-        for e in range(min(4, len(split["train"]))):
-            agent.buffer.start(split["train"].frames[e, 0], 2)
-            for t in range(1, split["train"].frames.shape[1]):
-                agent.buffer.add(split["train"].frames[e, t], split["train"].actions[e, t], split["train"].rewards[e, t])
-        agent._update()  # warm-up
-        n = 3
-        t0 = time.perf_counter()
-        for _ in range(n):
-            agent._update()
-        out.setdefault("update_seconds", {})[kind] = (time.perf_counter() - t0) / n
-
-    if rl:
-        out["rl"] = rl_job(cfg, seed, savi, hae)
-    return out
+_DATA: dict[tuple, dict[str, Any]] = {}
 
 
-def rl_job(cfg: Config, seed: int, savi, hae) -> dict[str, Any]:
-    """Behaviour learning on 'distinct': SOLD and the holistic agent with the same budget; random and oracle."""
-    from sold.agent import SOLD
+def _env(cfg: Config):
     from sold.envs import ColorReach2D
 
     ec = cfg.env
+    return ColorReach2D(num_objects=ec.num_objects, task=ec.task, reward=ec.reward, size=ec.size,
+                        max_steps=ec.max_steps)
 
-    def make_env() -> ColorReach2D:
-        return ColorReach2D(num_objects=ec.num_objects, task=ec.task, reward=ec.reward, size=ec.size,
-                            max_steps=ec.max_steps)
 
-    res: dict[str, Any] = {}
-    for kind, ae in (("slots", savi), ("holistic", hae)):
-        agent = SOLD(make_env(), config=cfg.agent, ae_config=cfg.ae, autoencoder=ae, representation=kind, seed=seed)
+def _data(cfg: Config, seed: int) -> dict[str, Any]:
+    """The seed's episodes (train / val / test, disjoint reset seeds), made once per worker process."""
+    from sold.data import collect_episodes
+    from sold.savi import frames_to_video
+
+    key = (repr(cfg.env), cfg.train_episodes, cfg.val_episodes, cfg.test_episodes, seed)
+    if key not in _DATA:
+        if len(_DATA) >= 6:  # a worker sees jobs of every seed; keep a few seeds' episodes (≈ 30 MB each)
+            _DATA.pop(next(iter(_DATA)))
+        env = _env(cfg)
+        base = seed * 1_000_003
+        t0 = time.perf_counter()
+        split = {k: collect_episodes(env, n, seed=base + SPLIT_OFFSETS[k]) for k, n in
+                 (("train", cfg.train_episodes), ("val", cfg.val_episodes), ("test", cfg.test_episodes))}
+        env_steps = sum(len(e) * cfg.env.max_steps for e in split.values())
+        env_sps = env_steps / (time.perf_counter() - t0)
+        _DATA[key] = {"split": split, "vid": {k: frames_to_video(e.frames) for k, e in split.items()},
+                      "env_steps_per_s": env_sps}
+    return _DATA[key]
+
+
+def _build_ae(cfg: Config, kind: str, state: dict[str, np.ndarray] | None = None):
+    import torch
+
+    from sold.agent import build_holistic_ae, build_savi
+
+    ae = (build_savi(cfg.ae, image_size=cfg.env.size, action_dim=2) if kind == "slots"
+          else build_holistic_ae(cfg.ae, image_size=cfg.env.size))
+    if state is not None:
+        ae.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
+        ae.eval()
+    return ae
+
+
+def ae_job(cfg: Config, seed: int, kind: str, lr: float, *, keep: bool = True, first: bool = False) -> dict[str, Any]:
+    """Stage A for one seed and one autoencoder (``kind`` 'slots' = SAVi, 'holistic' = the CNN-AE) at ``lr``.
+
+    Returns the reconstruction MSE (and SAVi's foreground ARI) on the validation and test episodes (frames
+    ``0 … eval_context + eval_horizon − 1``); with ``keep`` also the trained weights and every split encoded once
+    (running encoding over whole episodes), as numpy arrays for the stage-B jobs."""
+    import torch
+
+    from sold.data import foreground_ari
+    from sold.world import pretrain_autoencoder
+
+    torch.set_num_threads(1)
+    d = _data(cfg, seed)
+    split, vid, ac, size = d["split"], d["vid"], cfg.ae, cfg.env.size
+    n = cfg.eval_context + cfg.eval_horizon
+    torch.manual_seed(seed)
+    ae = _build_ae(cfg, kind)
+    out: dict[str, Any] = {"seed": seed, "kind": kind, "lr": lr, "env_steps_per_s": d["env_steps_per_s"]}
+
+    def scores(model, sp: str) -> tuple[float, float]:
+        fr = vid[sp][:, :n]
+        with torch.no_grad():
+            lat = model.encode(fr)
+            if kind == "slots":
+                img, masks = model.decode(lat)
+            else:
+                img, masks = model.decode(lat), None
+        mse = float(((img - torch.as_tensor(fr).float() / 255) ** 2).mean())
+        if masks is None:
+            return mse, float("nan")
+        k = masks.shape[2]
+        seg = split[sp].segs[:, :n]
+        return mse, foreground_ari(seg.reshape(-1, size, size), masks.reshape(-1, k, size, size).numpy())
+
+    if kind == "slots":
+        out["ari_untrained"] = scores(ae, "test")[1]
+    t0 = time.perf_counter()
+    curve = pretrain_autoencoder(ae, vid["train"], steps=ac.pretrain_steps, batch=ac.batch, seq_len=ac.seq_len,
+                                 lr=lr, seed=seed, warmup=ac.warmup, clip=ac.grad_clip,
+                                 actions=split["train"].actions if kind == "slots" else None)
+    out["seconds"] = time.perf_counter() - t0
+    out["final_loss"] = float(np.mean(curve[-20:]))
+    for sp in ("val", "test"):
+        out[f"recon_{sp}"], out[f"ari_{sp}"] = scores(ae, sp)
+    if keep:
+        out["state"] = {k: v.detach().numpy().copy() for k, v in ae.state_dict().items()}
+        with torch.no_grad():
+            out["latents"] = {k: torch.cat([ae.encode(v[i: i + 16]) for i in range(0, len(v), 16)]).numpy()
+                              for k, v in vid.items()}
+    if first and kind == "slots":
+        c, h = cfg.eval_context, cfg.eval_horizon
+        with torch.no_grad():
+            img, masks = ae.decode(ae.encode(vid["test"][:1, : c + h]))
+        out["example"] = {"frames": vid["test"][0, : c + h], "savi_recon": (img[0].numpy() * 255).astype(np.uint8),
+                          "savi_masks": masks[0].numpy().astype(np.float16)}
+    return out
+
+
+def _world_model(cfg: Config, kind: str, ae, lr: float, seed: int):
+    import torch
+
+    from sold.dreamer import TwoHot
+    from sold.world import HolisticWorldModel, SlotWorldModel
+
+    gc = cfg.agent
+    th = TwoHot(gc.num_bins, gc.bin_low, gc.bin_high)
+    torch.manual_seed(seed + 7)
+    if kind == "slots":
+        return SlotWorldModel(savi=ae, action_dim=2, twohot=th, token_dim=gc.token_dim, num_layers=gc.num_layers,
+                              heads=gc.heads, ff_dim=gc.ff_dim, dropout=gc.dynamics_dropout, dyn_lr=lr,
+                              reward_lr=gc.reward_lr, head_hidden=gc.head_hidden, image_loss_steps=gc.image_loss_steps)
+    return HolisticWorldModel(ae=ae, action_dim=2, twohot=th, hidden=gc.holistic_hidden, dyn_lr=lr,
+                              reward_lr=gc.reward_lr, head_hidden=gc.head_hidden, image_loss_steps=gc.image_loss_steps)
+
+
+def wm_job(cfg: Config, seed: int, kind: str, lr: float, state: dict[str, np.ndarray],
+           latents: dict[str, np.ndarray], first: bool = False) -> dict[str, Any]:
+    """Stage B for one seed, one representation and one dynamics learning rate: train the world model (dynamics +
+    reward head) on the frozen, pre-encoded episodes; open-loop pixel MSE per horizon on validation and test."""
+    import torch
+
+    from sold.world import actions_after, n_params, train_world_model
+
+    torch.set_num_threads(1)
+    d = _data(cfg, seed)
+    split, vid, gc = d["split"], d["vid"], cfg.agent
+    c, h = cfg.eval_context, cfg.eval_horizon
+    ae = _build_ae(cfg, kind, state)
+    lat = {k: torch.as_tensor(v) for k, v in latents.items()}
+    acts = {k: actions_after(e.actions) for k, e in split.items()}
+    wm = _world_model(cfg, kind, ae, lr, seed)
+    t0 = time.perf_counter()
+    curve = train_world_model(wm, lat["train"], vid["train"], split["train"].actions, split["train"].rewards,
+                              steps=cfg.wm_steps, batch=gc.batch, context=gc.max_context, horizon=gc.dyn_horizon,
+                              seed=seed)
+    rec: dict[str, Any] = {"seconds": time.perf_counter() - t0, "curve": curve[:: max(1, len(curve) // 50)],
+                           "params": {"autoencoder": n_params(ae), "dynamics": n_params(wm.dynamics),
+                                      "reward": n_params(wm.reward)}}
+    rec["val"] = wm.open_loop_mse(lat["val"], vid["val"], acts["val"], context=c, horizon=h).tolist()
+    rec["test"] = wm.open_loop_mse(lat["test"], vid["test"], acts["test"], context=c, horizon=h).tolist()
+    if kind == "slots":
+        with torch.no_grad():
+            att = wm.reward.output_attention_on_slots(lat["test"][:, : c + h]).numpy()
+            _, masks = ae.decode(lat["test"][:, : c + h])
+        rec["attn_target"], rec["attn_other"] = _target_attention(
+            att, masks.numpy(), split["test"].segs[:, : c + h], split["test"].targets, cfg.env.num_objects)
+    if first:
+        with torch.no_grad():
+            pred = wm.dynamics.rollout(lat["test"][:1, :c], acts["test"][:1, : c + h - 1], h)
+            rec["example"] = np.clip(wm.decode_image(pred)[0].numpy() * 255, 0, 255).astype(np.uint8)
+    return rec
+
+
+def speed_job(cfg: Config, seed: int, kind: str, state: dict[str, np.ndarray], n: int = 3) -> dict[str, Any]:
+    """Seconds per agent update (world model + imagination, as in ``SOLD.learn``) and where they go."""
+    import torch
+
+    from sold.agent import SOLD
+
+    torch.set_num_threads(1)
+    split = _data(cfg, seed)["split"]["train"]
+    agent = SOLD(_env(cfg), config=cfg.agent, ae_config=cfg.ae, autoencoder=_build_ae(cfg, kind, state),
+                 representation=kind, seed=seed)
+    for e in range(min(4, len(split))):
+        agent.buffer.start(split.frames[e, 0], 2)
+        for t in range(1, split.frames.shape[1]):
+            agent.buffer.add(split.frames[e, t], split.actions[e, t], split.rewards[e, t])
+    agent._update()  # warm-up
+    parts: dict[str, float] = {}
+    t0 = time.perf_counter()
+    for _ in range(n):
+        agent._update(parts)
+    return {"update_seconds": (time.perf_counter() - t0) / n, "parts": {k: v / n for k, v in parts.items()}}
+
+
+def rl_job(cfg: Config, seed: int, kind: str, state: dict[str, np.ndarray] | None) -> dict[str, Any]:
+    """Behaviour learning on 'distinct' for one agent (``kind`` 'slots' / 'holistic' with the pre-trained
+    autoencoder ``state``; same budget), or the 'random' / 'oracle' policies."""
+    import torch
+
+    from sold.agent import SOLD
+
+    torch.set_num_threads(1)
+    ev_seed = seed * 1_000_003 + 90_000
+    if kind in ("slots", "holistic"):
+        agent = SOLD(_env(cfg), config=cfg.agent, ae_config=cfg.ae, autoencoder=_build_ae(cfg, kind, state),
+                     representation=kind, seed=seed)
         t0 = time.perf_counter()
         agent.learn(cfg.rl_steps)
-        r = agent.evaluate(make_env(), cfg.rl_eval_episodes, seed=seed * 1_000_003 + 90_000)
+        r = agent.evaluate(_env(cfg), cfg.rl_eval_episodes, seed=ev_seed)
         r["seconds"] = time.perf_counter() - t0
-        res[kind] = r
-    for name in ("random", "oracle"):
-        env = make_env()
-        rng = np.random.default_rng(seed)
-        fin, anys = [], []
-        for i in range(cfg.rl_eval_episodes):
-            env.reset(seed=seed * 1_000_003 + 90_000 + i)
-            done, hit = False, False
-            while not done:
-                a = rng.uniform(-1, 1, 2) if name == "random" else env.oracle_action()
-                _, _, term, trunc, info = env.step(a)
-                hit = hit or info["success"]
-                done = term or trunc
-            fin.append(float(info["success"]))
-            anys.append(float(hit))
-        res[name] = {"success": float(np.mean(fin)), "any_success": float(np.mean(anys))}
-    return res
+        return r
+    env = _env(cfg)
+    rng = np.random.default_rng(seed)
+    fin, anys = [], []
+    for i in range(cfg.rl_eval_episodes):
+        env.reset(seed=ev_seed + i)
+        done, hit = False, False
+        while not done:
+            a = rng.uniform(-1, 1, 2) if kind == "random" else env.oracle_action()
+            _, _, term, trunc, info = env.step(a)
+            hit = hit or info["success"]
+            done = term or trunc
+        fin.append(float(info["success"]))
+        anys.append(float(hit))
+    return {"success": float(np.mean(fin)), "any_success": float(np.mean(anys))}
 
 
 # ---------------------------------------------------------------------------------------------- pool
@@ -245,11 +292,11 @@ class _Pool:
             ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
             self.ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
 
-    def submit(self, fn, *args) -> Future:
+    def submit(self, fn, *args, **kwargs) -> Future:
         if self.ex is not None:
-            return self.ex.submit(fn, *args)
+            return self.ex.submit(fn, *args, **kwargs)
         f: Future = Future()
-        f.set_result(fn(*args))
+        f.set_result(fn(*args, **kwargs))
         return f
 
     def close(self) -> None:
@@ -262,19 +309,63 @@ _WANT_RL = [False]
 
 
 def _results(cfg: Config, seeds: list[int]) -> list[dict[str, Any]]:
-    """The per-seed jobs, run once per reproduce call and shared by the experiments."""
+    """The per-seed results, run once per reproduce call and shared by the experiments.
+
+    Work is split into small jobs so that two workers stay busy: first one stage-A job per (seed, autoencoder) —
+    the SAVi jobs, the longest, first — and, as each one finishes, its stage-B jobs (one world model per dynamics
+    learning rate), the update-speed job and, with ``--rl``, the behaviour-learning job."""
+    from concurrent.futures import as_completed
+
     rl = _WANT_RL[0]
     key = (repr(cfg), tuple(seeds), rl)
-    if key not in _CACHE:
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
-        pool = _Pool(min(cfg.workers, len(seeds)))
-        try:
-            futs = [pool.submit(seed_job, cfg, s, rl, i == 0) for i, s in enumerate(seeds)]
-            _CACHE.clear()
-            _CACHE[key] = [f.result() for f in futs]
-        finally:
-            pool.close()
-    return _CACHE[key]
+    if key in _CACHE:
+        return _CACHE[key]
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    lr_ae = {"slots": cfg.ae.lr, "holistic": cfg.ae.holistic_lr}
+    grids = {"slots": cfg.lr_grid, "holistic": cfg.holistic_lr_grid}
+    pool = _Pool(cfg.workers if len(seeds) * 2 > 1 else 1)
+    try:
+        ae_futs = {pool.submit(ae_job, cfg, s, kind, lr_ae[kind], keep=True, first=i == 0): (s, kind)
+                   for kind in ("slots", "holistic") for i, s in enumerate(seeds)}
+        later: dict[Future, tuple] = {}
+        if rl:
+            for s in seeds:
+                for kind in ("random", "oracle"):
+                    later[pool.submit(rl_job, cfg, s, kind, None)] = ("rl", s, kind)
+        ae_res: dict[tuple, dict[str, Any]] = {}
+        for f in as_completed(ae_futs):
+            s, kind = ae_futs[f]
+            r = f.result()
+            ae_res[(s, kind)] = r
+            first = s == seeds[0]
+            for lr in grids[kind]:
+                later[pool.submit(wm_job, cfg, s, kind, lr, r["state"], r["latents"], first)] = ("wm", s, kind, lr)
+            later[pool.submit(speed_job, cfg, s, kind, r["state"])] = ("speed", s, kind)
+            if rl:
+                later[pool.submit(rl_job, cfg, s, kind, r["state"])] = ("rl", s, kind)
+        done = {later[f]: f.result() for f in list(later)}
+    finally:
+        pool.close()
+    res = []
+    for s in seeds:
+        a, b = ae_res[(s, "slots")], ae_res[(s, "holistic")]
+        out: dict[str, Any] = {
+            "seed": s, "env_steps_per_s": a["env_steps_per_s"], "ari_untrained": a["ari_untrained"],
+            "ari": a["ari_test"], "ari_val": a["ari_val"], "savi_seconds": a["seconds"],
+            "holistic_ae_seconds": b["seconds"], "recon_mse": {"slots": a["recon_test"], "holistic": b["recon_test"]},
+            "wm": {(kind, lr): done[("wm", s, kind, lr)] for kind in grids for lr in grids[kind]},
+            "update_seconds": {kind: done[("speed", s, kind)]["update_seconds"] for kind in grids},
+            "update_parts": {kind: done[("speed", s, kind)]["parts"] for kind in grids}}
+        out["params"] = {kind: out["wm"][(kind, grids[kind][0])]["params"] for kind in grids}
+        out["_ae"] = {kind: (ae_res[(s, kind)]["state"], ae_res[(s, kind)]["latents"]) for kind in grids}
+        if "example" in a:
+            out["example"] = a["example"]
+        if rl:
+            out["rl"] = {k: done[("rl", s, k)] for k in ("slots", "holistic", "random", "oracle")}
+        res.append(out)
+    _CACHE.clear()
+    _CACHE[key] = res
+    return res
 
 
 def _fmt(vals) -> str:
@@ -310,15 +401,42 @@ def decomposition(cfg: Config, seeds: list[int], out: Path) -> Section:
     return sec
 
 
+_SELECTED: dict[tuple, dict] = {}
+
+
 def _select(cfg: Config, res: list[dict[str, Any]]):
+    """Each world model's dynamics lr, chosen alike on the validation episodes; a choice at the edge of its grid
+    gets up to ``cfg.tune_extend`` points beyond it (trained here, on every seed, like the grid points)."""
+    from concurrent.futures import as_completed
+
     from icml25.tuning import tune_alike
 
-    def evaluator(kind: str):
-        return lambda p: float(np.mean([np.mean(r["wm"][(kind, p["lr"])]["val"]) for r in res]))
+    key = (repr(cfg), tuple(r["seed"] for r in res))
+    if key in _SELECTED:
+        return _SELECTED[key]
 
-    return tune_alike({"slots": (evaluator("slots"), {"lr": list(cfg.lr_grid)}),
-                       "holistic": (evaluator("holistic"), {"lr": list(cfg.holistic_lr_grid)})},
-                      higher_is_better=False, extend=0)
+    def evaluator(kind: str):
+        def score(p) -> float:
+            lr = p["lr"]
+            todo = [i for i, r in enumerate(res) if (kind, lr) not in r["wm"]]   # a point beyond the grid's edge
+            if todo:
+                pool = _Pool(min(cfg.workers, len(todo)))
+                try:
+                    futs = {pool.submit(wm_job, cfg, res[i]["seed"], kind, lr, *res[i]["_ae"][kind], i == 0): i
+                            for i in todo}
+                    for f in as_completed(futs):
+                        res[futs[f]]["wm"][(kind, lr)] = f.result()
+                finally:
+                    pool.close()
+            return float(np.mean([np.mean(r["wm"][(kind, lr)]["val"]) for r in res]))
+        return score
+
+    sel = tune_alike({"slots": (evaluator("slots"), {"lr": list(cfg.lr_grid)}),
+                      "holistic": (evaluator("holistic"), {"lr": list(cfg.holistic_lr_grid)})},
+                     higher_is_better=False, extend=cfg.tune_extend)
+    _SELECTED.clear()
+    _SELECTED[key] = sel
+    return sel
 
 
 def open_loop(cfg: Config, seeds: list[int], out: Path) -> Section:
@@ -333,6 +451,11 @@ def open_loop(cfg: Config, seeds: list[int], out: Path) -> Section:
     cols, rows = selections_table(sel)
     sec.table("Dynamics learning rate chosen on the validation episodes (grids of the same size, same steps for both; score = "
               "mean open-loop pixel MSE over horizons 1–10)", cols, rows)
+    sec.table("Every dynamics learning rate tried: validation score (mean open-loop pixel MSE over horizons 1–10 and "
+              "over seeds; lower is better)", ["model", "lr", "validation score", "chosen"],
+              [[k, f"{p:g}", float(np.mean([np.mean(r["wm"][(k, p)]["val"]) for r in res])),
+                "yes" if p == lr[k] else ""]
+               for k in ("slots", "holistic") for p in sorted(sel[k].grid["lr"])])
     h = cfg.eval_horizon
     mse = {k: np.array([r["wm"][(k, lr[k])]["test"] for r in res]) for k in ("slots", "holistic")}  # [S, H]
     note = f"paired by seed; {cfg.wm_steps} world-model steps each; " + "; ".join(sel[k].note() for k in sel)
@@ -418,6 +541,13 @@ def speed(cfg: Config, seeds: list[int], out: Path) -> Section:
     sec.table("Speed per seed", ["seed", "env steps/s", "SOLD s/update", "holistic s/update"],
               [[r["seed"], r["env_steps_per_s"], r["update_seconds"]["slots"], r["update_seconds"]["holistic"]]
                for r in res])
+    parts = ("encode", "world_model", "imagination")
+    sec.table("Where an update's time goes (seconds per update, mean ± sd over seeds; one torch thread, the other "
+              "worker busy; encode = sample + re-encode the window with the frozen autoencoder)",
+              ["agent", *parts, "total"],
+              [[name, *[_fmt([r["update_parts"][k][p] for r in res]) for p in parts],
+                _fmt([r["update_seconds"][k] for r in res])]
+               for k, name in (("slots", "SOLD (SAVi + OCVP + slot aggregation)"), ("holistic", "holistic (CNN-AE + GRU + MLP)"))])
     return sec
 
 
@@ -439,6 +569,69 @@ def behaviour(cfg: Config, seeds: list[int], out: Path) -> Section:
 
 
 EXPERIMENTS = [decomposition, open_loop, reward_attention, speed]
+
+
+def autoencoder_lr(cfg: Config, seeds: list[int], out: Path) -> Section:
+    """``--task ae-lr``: both autoencoders' pre-training learning rates tuned alike.
+
+    SAVi over ``ae_lr_grid`` and the holistic autoencoder over ``holistic_ae_lr_grid`` (same number of points, same
+    spacing), each with the full run's pre-training budget, on the first ``ae_tune_seeds`` seeds; the criterion,
+    the same for both, is the reconstruction MSE on the validation episodes (frames 0 … eval_context +
+    eval_horizon − 1; reset seeds disjoint from training and test). SAVi's validation foreground ARI is reported
+    beside it but not used to choose."""
+    from concurrent.futures import as_completed
+
+    from icml25.tuning import selections_table, tune_alike
+
+    sec = Section("autoencoder learning rates")
+    seeds = seeds[: cfg.ae_tune_seeds]
+    grids = {"slots": cfg.ae_lr_grid, "holistic": cfg.holistic_ae_lr_grid}
+    pool = _Pool(cfg.workers)
+    try:
+        futs = {pool.submit(ae_job, cfg, s, kind, lr, keep=False): (s, kind, lr)
+                for kind in ("slots", "holistic") for lr in grids[kind] for s in seeds}
+        res = {futs[f]: f.result() for f in as_completed(futs)}
+
+        def evaluator(kind: str):
+            def score(p) -> float:
+                lr = p["lr"]
+                todo = {pool.submit(ae_job, cfg, s, kind, lr, keep=False): (s, kind, lr)
+                        for s in seeds if (s, kind, lr) not in res}       # a point beyond the grid's edge
+                res.update({todo[f]: f.result() for f in as_completed(todo)})
+                return float(np.mean([res[(s, kind, lr)]["recon_val"] for s in seeds]))
+            return score
+
+        sel = tune_alike({k: (evaluator(k), {"lr": list(grids[k])}) for k in grids}, higher_is_better=False,
+                         extend=cfg.tune_extend)
+    finally:
+        pool.close()
+    grids = {k: sorted(sel[k].grid["lr"]) for k in grids}
+    cols, rows = selections_table(sel)
+    sec.table(f"Autoencoder learning rate chosen on the validation episodes (grids of the same size, extended by "
+              f"up to {cfg.tune_extend} step past an edge choice; {cfg.ae.pretrain_steps} pre-training steps each, "
+              f"seeds {seeds}; score = validation reconstruction MSE)", cols, rows)
+    names = {"slots": "SAVi", "holistic": "holistic AE"}
+    defaults = {"slots": cfg.ae.lr, "holistic": cfg.ae.holistic_lr}
+    sec.table("Every autoencoder learning rate tried (mean ± sd over the tuning seeds)",
+              ["autoencoder", "lr", "validation recon MSE", "validation FG-ARI (SAVi)", "test recon MSE",
+               "seconds", "chosen", "default"],
+              [[names[k], f"{lr:g}", _fmt([res[(s, k, lr)]["recon_val"] for s in seeds]),
+                _fmt([res[(s, k, lr)]["ari_val"] for s in seeds]) if k == "slots" else "—",
+                _fmt([res[(s, k, lr)]["recon_test"] for s in seeds]),
+                _fmt([res[(s, k, lr)]["seconds"] for s in seeds]),
+                "yes" if lr == sel[k].params["lr"] else "", "yes" if lr == defaults[k] else ""]
+               for k in grids for lr in grids[k]])
+    sec.table("Per seed", ["autoencoder", "lr", "seed", "validation recon MSE", "validation FG-ARI", "final train loss"],
+              [[names[k], f"{lr:g}", s, res[(s, k, lr)]["recon_val"], res[(s, k, lr)]["ari_val"],
+                res[(s, k, lr)]["final_loss"]] for k in grids for lr in grids[k] for s in seeds])
+    for k in grids:
+        chosen = sel[k].params["lr"]
+        sec.notes.append(f"{names[k]} ({sel[k].note()}); the configured default is {defaults[k]:g} "
+                         f"({'the same' if chosen == defaults[k] else 'DIFFERENT from the choice'})")
+    return sec
+
+
+TASKS = {"main": None, "ae-lr": [autoencoder_lr]}
 
 
 # ---------------------------------------------------------------------------------------------- figures
@@ -484,12 +677,18 @@ def _plot_rollout(frames: np.ndarray, slots_pred: np.ndarray, hol_pred: np.ndarr
     save_figure(fig, path, dpi=80)
 
 
-def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int, rl: bool = False) -> Report:
-    """The experiment list on the picked budget; ``rl=True`` adds behaviour learning (:func:`behaviour`)."""
-    exps = EXPERIMENTS + ([behaviour] if rl else [])
+def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int, rl: bool = False, task: str = "main") -> Report:
+    """The experiment list on the picked budget; ``rl=True`` adds behaviour learning (:func:`behaviour`);
+    ``task="ae-lr"`` runs the autoencoder learning-rate tuning (:func:`autoencoder_lr`) instead."""
+    from sold.errors import SoldError
+
+    if task not in TASKS:
+        raise SoldError(f"task must be one of {sorted(TASKS)}, got {task!r}")
+    exps = TASKS[task] or (EXPERIMENTS + ([behaviour] if rl else []))
     _WANT_RL[0] = rl
     try:
         return run_experiments("sold", exps, BUDGETS, quick=quick, smoke=smoke, out=out, seed=seed)
     finally:
         _CACHE.clear()
+        _SELECTED.clear()
         _WANT_RL[0] = False
