@@ -447,3 +447,68 @@ def test_stage_a_job_hands_its_trained_autoencoder_to_stage_b():
     np.testing.assert_allclose(again, r["latents"]["val"], atol=1e-5)
     assert np.abs(fresh - r["latents"]["val"]).max() > 1e-3                # negative control: untrained weights differ
     assert np.isfinite(r["recon_val"]) and -1 <= r["ari_val"] <= 1
+
+
+# ---------------------------------------------------------------- key/value cache of the rollouts
+def _ocvp(dropout=0.1):
+    torch.manual_seed(0)
+    return OCVPDynamics(slot_dim=8, action_dim=2, token_dim=16, num_layers=2, heads=4, ff_dim=32, dropout=dropout)
+
+
+def test_ocvp_cached_rollout_equals_the_uncached_one_in_value_and_gradient():
+    m = _ocvp().eval()
+    torch.manual_seed(1)
+    ctx = torch.randn(3, 3, 5, 8, requires_grad=True)
+    acts = torch.randn(3, 3 + 5, 2, requires_grad=True)
+    slow = m.rollout(ctx, acts, 6, cache=False)
+    fast = m.rollout(ctx, acts, 6, cache=True)
+    torch.testing.assert_close(fast, slow, atol=1e-5, rtol=1e-5)
+    w = torch.randn_like(slow)
+    g_slow = torch.autograd.grad((slow * w).sum(), (ctx, acts))
+    g_fast = torch.autograd.grad((fast * w).sum(), (ctx, acts))
+    for a, b in zip(g_fast, g_slow):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+    # negative control: the cache is really read — corrupt one cached key and the next prediction moves
+    _, kv = m.step(ctx[:, :2].detach(), acts[:, :2].detach())
+    nxt, _ = m.step(ctx[:, 2:3].detach(), acts[:, 2:3].detach(), kv)
+    bad = {"t": kv["t"], "kv": [(k + 1.0, v) for k, v in kv["kv"]]}
+    assert (m.step(ctx[:, 2:3].detach(), acts[:, 2:3].detach(), bad)[0] - nxt).abs().max() > 1e-3
+
+
+def test_ocvp_cache_refuses_active_dropout_and_default_follows_the_mode():
+    m = _ocvp(dropout=0.1).train()
+    assert not m.can_cache
+    with pytest.raises(SoldError, match="dropout"):
+        m.step(torch.randn(1, 2, 5, 8), torch.randn(1, 2, 2))
+    assert _ocvp(dropout=0.0).train().can_cache and m.eval().can_cache
+
+
+def test_gru_cached_rollout_equals_the_uncached_one():
+    from sold.holistic import GRUDynamics
+
+    torch.manual_seed(0)
+    g = GRUDynamics(latent_dim=6, action_dim=2, hidden=16)
+    ctx, acts = torch.randn(2, 3, 6), torch.randn(2, 3 + 4, 2)
+    torch.testing.assert_close(g.rollout(ctx, acts, 5, cache=True), g.rollout(ctx, acts, 5, cache=False),
+                               atol=1e-6, rtol=1e-5)
+
+
+def test_cached_predictor_matches_predict_next_in_an_imagined_rollout():
+    from sold.world import CachedPredictor, SlotWorldModel
+
+    savi = tiny_savi()
+    wm = SlotWorldModel(savi=savi, action_dim=2, twohot=TwoHot(5), token_dim=16, num_layers=2, heads=2, ff_dim=16,
+                        head_hidden=8).eval()
+    torch.manual_seed(2)
+    x = torch.randn(2, 3, 3, 8)
+    acts = torch.randn(2, 2, 2)
+    pred = wm.predictor()
+    assert isinstance(pred, CachedPredictor)
+    for _ in range(4):                                               # the imagine loop: grow by one step per call
+        acts = torch.cat([acts, torch.randn(2, 1, 2)], 1)
+        fast, slow = pred(x, acts), wm.predict_next(x, acts)
+        torch.testing.assert_close(fast, slow, atol=1e-5, rtol=1e-5)
+        x = torch.cat([x, slow[:, None]], 1)
+    with pytest.raises(SoldError, match="one step"):                 # negative control: a history that did not grow
+        pred(x[:, :-2], acts[:, :-2])
+    assert wm.dynamics.train() and wm.predictor() == wm.predict_next  # dropout active: no cache

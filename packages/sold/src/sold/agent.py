@@ -181,7 +181,7 @@ class SOLD:
         out = self.world.train_step(lat, video, a_after, torch.as_tensor(rews), context=ctx,
                                     horizon=seq - ctx)
         t2 = time.perf_counter()
-        out.update(self.learner.update(self.world.predict_next, self.world.reward, lat[:, :ctx],
+        out.update(self.learner.update(self.world.predictor(), self.world.reward, lat[:, :ctx],
                                        a_after[:, : ctx - 1]))
         if timings is not None:
             for k, v in (("encode", t1 - t0), ("world_model", t2 - t1), ("imagination", time.perf_counter() - t2)):

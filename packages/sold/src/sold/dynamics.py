@@ -96,11 +96,60 @@ class OCVPDynamics(nn.Module):
         delta = self.out(self.norm_out(tokens[:, :, :k]))                                   # [B, T, K, D]
         return slots + delta if self.residual else delta
 
-    def rollout(self, context: torch.Tensor, actions: torch.Tensor, horizon: int) -> torch.Tensor:
+    @property
+    def can_cache(self) -> bool:
+        """The key/value cache is exact when no dropout is active (eval mode, or dropout 0)."""
+        return not self.training or self.drop.p == 0.0
+
+    def _time_attention(self, tim: nn.TransformerEncoderLayer, x: torch.Tensor,
+                        past: tuple[torch.Tensor, torch.Tensor] | None):
+        """One pre-norm time block on new steps ``x [N, Tn, E]`` given the cached keys/values ``[N, h, Tc, E/h]`` of
+        the earlier steps; the same arithmetic as ``tim(x_all, src_mask=causal)`` restricted to the new rows."""
+        att = tim.self_attn
+        n, tn, e = x.shape
+        nh = att.num_heads
+        q, k, v = nn.functional.linear(tim.norm1(x), att.in_proj_weight, att.in_proj_bias).chunk(3, -1)
+        q, k, v = (z.reshape(n, tn, nh, e // nh).transpose(1, 2) for z in (q, k, v))   # [N, h, Tn, E/h]
+        if past is not None:
+            k, v = torch.cat([past[0], k], 2), torch.cat([past[1], v], 2)                # [N, h, Tc + Tn, E/h]
+        tc = k.shape[2] - tn
+        mask = torch.triu(torch.ones(tn, tc + tn, dtype=torch.bool, device=x.device), tc + 1)  # new row i sees ≤ tc + i
+        y = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~mask)           # [N, h, Tn, E/h]
+        x = x + att.out_proj(y.transpose(1, 2).reshape(n, tn, e))
+        x = x + tim.linear2(tim.activation(tim.linear1(tim.norm2(x))))
+        return x, (k, v)
+
+    def step(self, slots: torch.Tensor, actions: torch.Tensor, cache: dict | None = None):
+        """Incremental ``forward`` with a key/value cache of the time attention: ``slots [B, Tn, K, D]`` and
+        ``actions [B, Tn, A]`` are the steps after those already in ``cache`` (``None``: none yet). Returns the
+        one-step predictions for the new steps ``[B, Tn, K, D]`` and the updated cache. Equal to ``forward`` on the
+        whole history (tested); only valid where :attr:`can_cache`."""
+        self._check(slots, actions)
+        if not self.can_cache:
+            raise SoldError("the key/value cache is only exact without active dropout (call .eval() or use dropout 0)")
+        b, tn, k, _ = slots.shape
+        e = self.token_dim
+        t0 = 0 if cache is None else cache["t"]
+        tokens = torch.cat([self.slot_in(slots), self.action_in(actions)[:, :, None]], 2)   # [B, Tn, K + 1, E]
+        tokens = tokens + sinusoidal(tn, e, offset=t0).to(tokens)[None, :, None]
+        kv = []
+        for i, (obj, tim) in enumerate(zip(self.object_blocks, self.time_blocks)):
+            tokens = obj(tokens.reshape(b * tn, k + 1, e)).reshape(b, tn, k + 1, e)          # attention over objects
+            tt = tokens.permute(0, 2, 1, 3).reshape(b * (k + 1), tn, e)                     # [B·(K+1), Tn, E]
+            tt, layer_kv = self._time_attention(tim, tt, None if cache is None else cache["kv"][i])
+            kv.append(layer_kv)
+            tokens = tt.reshape(b, k + 1, tn, e).permute(0, 2, 1, 3)                        # [B, Tn, K + 1, E]
+        delta = self.out(self.norm_out(tokens[:, :, :k]))
+        return (slots + delta if self.residual else delta), {"t": t0 + tn, "kv": kv}
+
+    def rollout(self, context: torch.Tensor, actions: torch.Tensor, horizon: int, *,
+                cache: bool | None = None) -> torch.Tensor:
         """Autoregressive prediction of ``horizon`` steps after ``context [B, c, K, D]``.
 
         ``actions [B, c + horizon − 1, A]``: the action after each context step and after each predicted step but
-        the last. Returns ``[B, horizon, K, D]``.
+        the last. Returns ``[B, horizon, K, D]``. ``cache`` (default: whenever :attr:`can_cache`) feeds each new
+        step through the time attention once, with the earlier steps' keys and values cached, instead of
+        recomputing the whole history at every step; the outputs are the same.
         """
         c = context.shape[1]
         if horizon < 1:
@@ -108,6 +157,15 @@ class OCVPDynamics(nn.Module):
         if actions.ndim != 3 or actions.shape[1] < c + horizon - 1:
             raise SoldError(f"actions must have shape [B, >= context + horizon − 1 = {c + horizon - 1}, A], "
                             f"got {tuple(actions.shape)}")
+        if cache is None:
+            cache = self.can_cache
+        if cache:
+            pred, kv = self.step(context, actions[:, :c])
+            preds = [pred[:, -1]]
+            for h in range(1, horizon):
+                pred, kv = self.step(preds[-1][:, None], actions[:, c + h - 1: c + h], kv)
+                preds.append(pred[:, -1])
+            return torch.stack(preds, 1)
         hist = context
         preds = []
         for h in range(horizon):

@@ -73,12 +73,33 @@ class GRUDynamics(nn.Module):
         h, _ = self.gru(torch.relu(self.inp(torch.cat([z, actions], -1))))
         return z + self.out(h)
 
-    def rollout(self, context: torch.Tensor, actions: torch.Tensor, horizon: int) -> torch.Tensor:
-        """Autoregressive prediction of ``horizon`` latents after ``context [B, c, Z]`` → ``[B, horizon, Z]``."""
+    can_cache = True
+    """The GRU's hidden state is an exact cache of the history (no dropout)."""
+
+    def step(self, z: torch.Tensor, actions: torch.Tensor, cache: torch.Tensor | None = None):
+        """Incremental ``forward``: the new steps ``z [B, Tn, Z]``, ``actions [B, Tn, A]`` after the history summarised
+        by the GRU state ``cache [1, B, hidden]`` (``None``: none yet) → (predictions ``[B, Tn, Z]``, new state)."""
+        if z.ndim != 3 or z.shape[-1] != self.latent_dim or actions.shape[:2] != z.shape[:2]:
+            raise SoldError(f"latents [B, T, {self.latent_dim}] and actions [B, T, {self.action_dim}] must match, "
+                            f"got {tuple(z.shape)} and {tuple(actions.shape)}")
+        h, hn = self.gru(torch.relu(self.inp(torch.cat([z, actions], -1))), cache)
+        return z + self.out(h), hn
+
+    def rollout(self, context: torch.Tensor, actions: torch.Tensor, horizon: int, *,
+                cache: bool = True) -> torch.Tensor:
+        """Autoregressive prediction of ``horizon`` latents after ``context [B, c, Z]`` → ``[B, horizon, Z]``
+        (``cache``: carry the GRU state instead of re-running the history at every step; same outputs)."""
         c = context.shape[1]
         if actions.ndim != 3 or actions.shape[1] < c + horizon - 1:
             raise SoldError(f"actions must have shape [B, >= context + horizon − 1 = {c + horizon - 1}, A], "
                             f"got {tuple(actions.shape)}")
+        if cache:
+            pred, hn = self.step(context, actions[:, :c])
+            preds = [pred[:, -1]]
+            for h in range(1, horizon):
+                pred, hn = self.step(preds[-1][:, None], actions[:, c + h - 1: c + h], hn)
+                preds.append(pred[:, -1])
+            return torch.stack(preds, 1)
         hist, preds = context, []
         for h in range(horizon):
             nxt = self(hist, actions[:, : c + h])[:, -1]

@@ -66,6 +66,11 @@ class _WorldModel(nn.Module):
         """``history [B, T, ...]``, ``actions [B, T, A]`` (after each step) → the next latent ``[B, ...]``."""
         return self.dynamics(history, actions)[:, -1]
 
+    def predictor(self):
+        """A ``predict_next`` for one imagined rollout: with the dynamics' cache (:class:`CachedPredictor`) where
+        that is exact, else :meth:`predict_next` (which recomputes the whole history at every step)."""
+        return CachedPredictor(self.dynamics) if getattr(self.dynamics, "can_cache", False) else self.predict_next
+
     @torch.no_grad()
     def encode_episodes(self, frames: np.ndarray, *, chunk: int = 16) -> torch.Tensor:
         """Encode whole episodes ``[E, T, 3, H, W]`` with the frozen representation (running encoding)."""
@@ -120,6 +125,28 @@ class _WorldModel(nn.Module):
         pred = self.dynamics.rollout(latents[:, :context], acts_after[:, : context + horizon - 1], horizon)
         img = self.decode_image(pred)
         return ((img - x[:, context: context + horizon]) ** 2).mean(dim=(0, 2, 3, 4)).numpy()
+
+
+class CachedPredictor:
+    """``predict_next(history, actions)`` for a rollout that grows by one step per call, feeding only the new step
+    through the dynamics' ``step`` (key/value cache for OCVP, hidden state for the GRU). The first call encodes the
+    whole history; each later call must extend the previous history by exactly one step (the earlier steps and
+    actions unchanged), as :meth:`sold.dreamer.ImaginationLearner.imagine` does. Same outputs and gradients as
+    ``predict_next`` (tested)."""
+
+    def __init__(self, dynamics: nn.Module):
+        self.dynamics, self.cache, self.t = dynamics, None, 0
+
+    def __call__(self, history: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        t = history.shape[1]
+        if self.cache is None:
+            pred, self.cache = self.dynamics.step(history, actions)
+        elif t == self.t + 1:
+            pred, self.cache = self.dynamics.step(history[:, -1:], actions[:, -1:], self.cache)
+        else:
+            raise SoldError(f"CachedPredictor: the history must grow by one step per call ({self.t} → {t} steps)")
+        self.t = t
+        return pred[:, -1]
 
 
 class SlotWorldModel(_WorldModel):
