@@ -18,6 +18,10 @@ def _pid_threads(_: int) -> tuple[int, int]:
     return os.getpid(), torch.get_num_threads()
 
 
+def _affine(x: int, *, a: int = 1, b: int = 0) -> int:
+    return a * x + b
+
+
 def _boom(x: int) -> int:
     if x == 2:
         raise RuntimeError("job 2 failed")
@@ -54,9 +58,11 @@ def test_pool_submit_and_imap_inline_and_forked_agree():
         futs = [pool.submit(_square, i) for i in range(4)]
         forked = [f.result() for f in futs]
         assert list(pool.imap(_square, range(4), order=[3, 1, 0, 2])) == forked
+        kw = [pool.submit(_affine, i, a=3, b=1).result() for i in range(3)]
     with ForkPool(1) as pool:
         assert pool.inline
         assert [pool.submit(_square, i).result() for i in range(4)] == forked
+        assert [pool.submit(_affine, i, a=3, b=1).result() for i in range(3)] == kw == [1, 4, 7]
 
 
 def test_errors_propagate_and_bad_arguments_are_named():

@@ -55,13 +55,13 @@ class ForkPool:
         """True when jobs run in this process."""
         return self._ex is None
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
-        """``fn(*args)`` in a worker (a Future); inline, it runs now and the Future is already done (an exception
-        is raised here, as a direct call would)."""
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        """``fn(*args, **kwargs)`` in a worker (a Future); inline, it runs now and the Future is already done (an
+        exception is raised here, as a direct call would)."""
         if self._ex is not None:
-            return self._ex.submit(fn, *args)
+            return self._ex.submit(fn, *args, **kwargs)
         f: Future = Future()
-        f.set_result(fn(*args))
+        f.set_result(fn(*args, **kwargs))
         return f
 
     def imap(self, fn: Callable[[Any], Any], items: Sequence[Any], *,

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from icml25.claims import Claim, Report, mean_sd
 from icml25.experiment import Section, run_experiments
+from icml25.parallel import ForkPool
 
 from sold.config import BUDGETS, Config
 
@@ -279,29 +280,9 @@ def rl_job(cfg: Config, seed: int, kind: str, state: dict[str, np.ndarray] | Non
 
 
 # ---------------------------------------------------------------------------------------------- pool
-class _Pool:
-    def __init__(self, workers: int) -> None:
-        import torch  # noqa: F401  (imported before forking)
-
-        import sold.agent  # noqa: F401
-
-        self.ex = None
-        if workers > 1:
-            import multiprocessing as mp
-
-            ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-            self.ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-
-    def submit(self, fn, *args, **kwargs) -> Future:
-        if self.ex is not None:
-            return self.ex.submit(fn, *args, **kwargs)
-        f: Future = Future()
-        f.set_result(fn(*args, **kwargs))
-        return f
-
-    def close(self) -> None:
-        if self.ex is not None:
-            self.ex.shutdown()
+def _pool(workers: int) -> ForkPool:
+    """The shared fork pool, with torch and sold's agent imported before forking so the workers inherit them."""
+    return ForkPool(workers, preload=("torch", "sold.agent"))
 
 
 _CACHE: dict[tuple, list[dict[str, Any]]] = {}
@@ -323,7 +304,7 @@ def _results(cfg: Config, seeds: list[int]) -> list[dict[str, Any]]:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     lr_ae = {"slots": cfg.ae.lr, "holistic": cfg.ae.holistic_lr}
     grids = {"slots": cfg.lr_grid, "holistic": cfg.holistic_lr_grid}
-    pool = _Pool(cfg.workers if len(seeds) * 2 > 1 else 1)
+    pool = _pool(cfg.workers if len(seeds) * 2 > 1 else 1)
     try:
         ae_futs = {pool.submit(ae_job, cfg, s, kind, lr_ae[kind], keep=True, first=i == 0): (s, kind)
                    for kind in ("slots", "holistic") for i, s in enumerate(seeds)}
@@ -420,7 +401,7 @@ def _select(cfg: Config, res: list[dict[str, Any]]):
             lr = p["lr"]
             todo = [i for i, r in enumerate(res) if (kind, lr) not in r["wm"]]   # a point beyond the grid's edge
             if todo:
-                pool = _Pool(min(cfg.workers, len(todo)))
+                pool = _pool(min(cfg.workers, len(todo)))
                 try:
                     futs = {pool.submit(wm_job, cfg, res[i]["seed"], kind, lr, *res[i]["_ae"][kind], i == 0): i
                             for i in todo}
@@ -586,7 +567,7 @@ def autoencoder_lr(cfg: Config, seeds: list[int], out: Path) -> Section:
     sec = Section("autoencoder learning rates")
     seeds = seeds[: cfg.ae_tune_seeds]
     grids = {"slots": cfg.ae_lr_grid, "holistic": cfg.holistic_ae_lr_grid}
-    pool = _Pool(cfg.workers)
+    pool = _pool(cfg.workers)
     try:
         futs = {pool.submit(ae_job, cfg, s, kind, lr, keep=False): (s, kind, lr)
                 for kind in ("slots", "holistic") for lr in grids[kind] for s in seeds}
