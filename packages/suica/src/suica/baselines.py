@@ -28,9 +28,11 @@ from suica.errors import SUICAInputError
 def _wrap(coords, y, var_names, frame):
     import anndata as ad
     import pandas as pd
+    import scipy.sparse as sp
 
     obs = pd.DataFrame({"extrapolated": frame.outside(coords)}, index=[f"q{i}" for i in range(len(coords))])
-    out = ad.AnnData(X=np.asarray(y, dtype=np.float32), obs=obs, var=pd.DataFrame(index=var_names))
+    x = sp.csr_matrix(y, dtype=np.float32) if sp.issparse(y) else np.asarray(y, dtype=np.float32)
+    out = ad.AnnData(X=x, obs=obs, var=pd.DataFrame(index=var_names))
     out.obsm["spatial"] = np.asarray(coords, dtype=np.float64)
     return out
 
@@ -43,7 +45,14 @@ def _subset(adata, train_idx):
 
 
 class Interpolator:
-    """Spatial interpolation baseline (``"linear"`` griddata, ``"nearest"``, ``"idw"`` or ``"gaussian"``)."""
+    """Spatial interpolation baseline (``"linear"`` griddata, ``"nearest"``, ``"idw"`` or ``"gaussian"``).
+
+    Every method is a sparse weight matrix ``W (n_query, n_train)`` (``d + 1`` barycentric weights of the enclosing
+    Delaunay simplex for ``linear`` — what ``scipy.interpolate.griddata`` computes, nearest spot outside the convex
+    hull; one 1 for ``nearest``; ``k`` kernel weights for ``idw`` / ``gaussian``), and the prediction is ``W @ Y``.
+    ``Y`` keeps the type of the training expression: sparse (CSR) input stays sparse and the prediction is CSR too;
+    dense input gives a dense prediction.
+    """
 
     def __init__(self, *, method: str = "linear", k: int = 8, power: float = 2.0, bandwidth: float = 1.0):
         if method not in ("linear", "nearest", "idw", "gaussian"):
@@ -57,49 +66,75 @@ class Interpolator:
         self.frame = None
         self.spacing = None
 
-    def fit(self, adata, *, train_idx=None) -> Interpolator:
+    def fit(self, adata, *, train_idx=None, layer: str | None = None) -> Interpolator:
+        import scipy.sparse as sp
+        from scipy.spatial import cKDTree
+
+        from suica.data import expression
+
         sub = _subset(adata, train_idx)
-        self.y, coords = validate_adata(sub, min_spots=max(self.k, 4), allow_empty=True)
+        sparse = sp.issparse(expression(sub, layer))
+        self.y, coords = validate_adata(sub, min_spots=max(self.k, 4), allow_empty=True, layer=layer, sparse=sparse)
         self.frame = CoordFrame.fit(coords)
         self.u = self.frame.transform(coords)
         self.var_names = [str(v) for v in sub.var_names]
+        self.tree = cKDTree(self.u)
+        self._tri = None
         if self.method == "gaussian":
-            from scipy.spatial import cKDTree
-
-            d, _ = cKDTree(self.u).query(self.u, k=2)  # (n, 2): self at 0, nearest other spot
+            d, _ = self.tree.query(self.u, k=2)  # (n, 2): self at 0, nearest other spot
             self.spacing = float(np.median(d[:, 1]))
         return self
 
-    def predict(self, coords, *, allow_extrapolation: bool = False):
-        from scipy.interpolate import griddata
-        from scipy.spatial import cKDTree
+    def weights(self, q: np.ndarray):
+        """Sparse interpolation weights ``W (len(q), n_train)`` (CSR, rows sum to 1) at normalised coordinates."""
+        import scipy.sparse as sp
 
-        if self.frame is None:
-            raise SUICAInputError("Interpolator is not fitted")
-        coords = check_coords(coords, name="query coords")
-        q = self.frame.transform(coords, allow_extrapolation=allow_extrapolation)
+        n, m = len(q), len(self.u)
         if self.method in ("linear", "nearest"):
-            y = griddata(self.u, self.y, q, method=self.method, fill_value=np.nan)
-            miss = np.isnan(y).any(axis=1)
-            if miss.any():
-                y[miss] = griddata(self.u, self.y, q[miss], method="nearest")
-        elif self.method == "gaussian":
-            d, j = cKDTree(self.u).query(q, k=min(self.k, len(self.u)))  # (n, k)
-            d, j = d.reshape(len(q), -1), j.reshape(len(q), -1)
+            rows, cols, vals = [], [], []
+            todo = np.ones(n, dtype=bool)
+            if self.method == "linear":
+                from scipy.spatial import Delaunay
+
+                if self._tri is None:
+                    self._tri = Delaunay(self.u)  # as griddata / LinearNDInterpolator
+                tri, d = self._tri, self.u.shape[1]
+                simplex = tri.find_simplex(q)
+                inside = np.flatnonzero(simplex >= 0)
+                t = tri.transform[simplex[inside]]  # (m, d + 1, d)
+                b = np.einsum("mij,mj->mi", t[:, :d], q[inside] - t[:, d])  # (m, d) barycentric coordinates
+                bary = np.concatenate([b, 1.0 - b.sum(1, keepdims=True)], axis=1)  # (m, d + 1)
+                rows.append(np.repeat(inside, d + 1))
+                cols.append(tri.simplices[simplex[inside]].ravel())
+                vals.append(bary.ravel())
+                todo[inside] = False
+            rest = np.flatnonzero(todo)  # outside the convex hull (or "nearest"): nearest training spot
+            if rest.size:
+                _, j = self.tree.query(q[rest], k=1)
+                rows.append(rest)
+                cols.append(np.asarray(j).reshape(-1))
+                vals.append(np.ones(rest.size))
+            return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, m))
+        d, j = self.tree.query(q, k=min(self.k, m))  # (n, k)
+        d, j = d.reshape(n, -1), j.reshape(n, -1)
+        if self.method == "gaussian":
             h = self.bandwidth * self.spacing
             w = np.exp(-0.5 * (d / h) ** 2)
             w[w.sum(1) == 0, 0] = 1.0  # far from every spot: nearest neighbour instead of 0/0
-            w /= w.sum(1, keepdims=True)
-            y = np.einsum("nk,nkg->ng", w, self.y[j])
         else:
-            d, j = cKDTree(self.u).query(q, k=min(self.k, len(self.u)))  # (n, k)
-            d, j = d.reshape(len(q), -1), j.reshape(len(q), -1)
             w = 1.0 / np.maximum(d, 1e-12) ** self.power
             exact = d[:, 0] < 1e-12
             w[exact] = 0.0
             w[exact, 0] = 1.0
-            w /= w.sum(1, keepdims=True)
-            y = np.einsum("nk,nkg->ng", w, self.y[j])
+        w /= w.sum(1, keepdims=True)
+        return sp.csr_matrix((w.ravel(), (np.repeat(np.arange(n), w.shape[1]), j.ravel())), shape=(n, m))
+
+    def predict(self, coords, *, allow_extrapolation: bool = False):
+        if self.frame is None:
+            raise SUICAInputError("Interpolator is not fitted")
+        coords = check_coords(coords, name="query coords")
+        q = self.frame.transform(coords, allow_extrapolation=allow_extrapolation)
+        y = self.weights(q) @ self.y  # (n_query, G): CSR for sparse Y, ndarray for dense Y
         return _wrap(coords, y, self.var_names, self.frame)
 
 
@@ -115,10 +150,12 @@ class INRRaw:
         self.frame = None
         self.history: list[float] = []
 
-    def _prepare(self, adata, train_idx) -> tuple[np.ndarray, np.ndarray]:
-        """Validate the training spots, remember the gene names and fit the coordinate frame: ``(y, u)``."""
+    def _prepare(self, adata, train_idx) -> tuple:
+        """Validate the training spots, remember the gene names and fit the coordinate frame: ``(y CSR, u)``.
+        The expression is read as CSR whatever its storage (dense input is converted, sparse is never densified;
+        batches are densified one at a time), so sparse and dense input give the same model."""
         sub = _subset(adata, train_idx)
-        y_np, coords = validate_adata(sub)
+        y_np, coords = validate_adata(sub, sparse=True)
         self.var_names = [str(v) for v in sub.var_names]
         self.frame = CoordFrame.fit(coords, keep_ratio=self.config.keep_ratio)
         return y_np, self.frame.transform(coords)
@@ -142,7 +179,7 @@ class INRRaw:
         y_np, u_np = self._prepare(adata, train_idx)
         u = torch.as_tensor(u_np, dtype=torch.float32)
         self.model, self.sigma_, self.selection_ = fit_inr(
-            u, torch.as_tensor(y_np), c, spacing=spot_spacing(u_np), out_dim=y_np.shape[1], final="relu",
+            u, y_np, c, spacing=spot_spacing(u_np), out_dim=y_np.shape[1], final="relu",
             loss_fn=torch.nn.functional.mse_loss, epochs=self.epochs, lr=c.inr_lr, history=self.history)
         return self
 
@@ -166,8 +203,10 @@ class PCAINR(INRRaw):
 
         c = self.config
         y_np, u_np = self._prepare(adata, train_idx)
-        self.pca = PCA(n_components=min(c.latent_dim, *y_np.shape), random_state=c.seed).fit(y_np)
-        scores = self.pca.transform(y_np).astype(np.float32)  # (n, D)
+        n_comp = min(c.latent_dim, min(y_np.shape) - 1)  # ARPACK: fewer components than min(n, G)
+        # sparse-aware PCA (implicit centring, ARPACK); dense input is CSR here too, so both give the same scores
+        self.pca = PCA(n_components=n_comp, svd_solver="arpack", random_state=c.seed).fit(y_np)
+        scores = np.asarray(self.pca.transform(y_np), dtype=np.float32)  # (n, D)
         self.model, self.sigma_, self.selection_ = fit_inr(
             torch.as_tensor(u_np, dtype=torch.float32), torch.as_tensor(scores), c, spacing=spot_spacing(u_np),
             out_dim=scores.shape[1], final="identity", loss_fn=fit_loss, epochs=self.epochs, lr=c.inr_lr,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir
 
 from suica.config import SUICAConfig
 from suica.registry import METHOD
@@ -265,12 +265,16 @@ def predict(cfg: PredictConfig) -> int:
     return 0
 
 
+CHUNK = 4096
+"""``suica evaluate``: held-out spots predicted and scored this many at a time."""
+
+
 def evaluate(cfg: EvaluateConfig) -> int:
     import numpy as np
 
     from suica.data import dense, read_h5ad
     from suica.estimator import SUICA
-    from suica.metrics import evaluate as metrics
+    from suica.metrics import MetricAccumulator
 
     _threads()
     model = SUICA.load(cfg.model, device=cfg.device)
@@ -285,9 +289,13 @@ def evaluate(cfg: EvaluateConfig) -> int:
     missing = [g for g in model.var_names if g not in set(a.var_names)]
     if missing:
         raise ValueError(f"--data lacks {len(missing)} of the model's genes (e.g. {missing[:3]})")
-    truth = dense(a[:, model.var_names].X)
-    pred = model.predict(np.asarray(a.obsm["spatial"]), allow_extrapolation=cfg.allow_extrapolation).X
-    res = metrics(pred, truth)
+    truth = a[:, model.var_names].X  # dense or sparse: read CHUNK spots at a time, never densified as a whole
+    coords = np.asarray(a.obsm["spatial"])
+    acc = MetricAccumulator()
+    for s in range(0, a.n_obs, CHUNK):
+        pred = model.predict(coords[s:s + CHUNK], allow_extrapolation=cfg.allow_extrapolation).X
+        acc.update(pred, dense(truth[s:s + CHUNK]))
+    res = acc.result()
     if not cfg.quiet:
         print(json.dumps(res, indent=2))
     from icml25.io import atomic_write_json
@@ -297,17 +305,18 @@ def evaluate(cfg: EvaluateConfig) -> int:
 
 
 def _reproduce(opts: SuicaReproduceOptions) -> int:
-    if opts.task == "main":
-        return reproduce_command(METHOD)(opts)
     from dataclasses import replace
+    from functools import partial
 
     from icml25.cli_helpers import run_reproduce
     from icml25.registry import default_out
 
-    from suica.reproduce import reproduce_scale
+    from suica.reproduce import reproduce, reproduce_scale
 
     out = opts.out if opts.out is not None else default_out(METHOD.name)
-    run_reproduce(replace(METHOD, reproduce=reproduce_scale), quick=opts.quick, smoke=opts.smoke, out=out,
+    # main: the run is staged and replaces `out` whole; sub-runs inside it (scale/) are carried into the new run
+    fn = reproduce_scale if opts.task == "scale" else partial(reproduce, previous=Path(out))
+    run_reproduce(replace(METHOD, reproduce=fn), quick=opts.quick, smoke=opts.smoke, out=out,
                   seed=opts.seed, overwrite=opts.overwrite, quiet=opts.quiet)
     return 0
 

@@ -20,6 +20,11 @@ class SUICAConfig:
     """Neighbours in 'spatial' coordinates (paper, current release) or 'expression' space (earlier release)."""
     use_graph: bool = True
     """False gives the AE + INR baseline (no graph convolution)."""
+    embedding: str = "gae"
+    """Stage-1 embedding the INR fits: 'gae' (paper: graph-augmented autoencoder; ``use_graph=False`` = AE) or
+    'pca' (the paper's PCA variant, official ``inr_pca``: PCA scores of the training spots, ``latent_dim``
+    components; the decoder is then ``ReLU(z Wᵀ + b)`` initialised at the PCA inverse transform and fine-tuned in
+    phase 2 with the same RbC loss, so exact zeros stay possible)."""
     targets_graph: str = "train"
     """Graph for the INR's target embeddings: 'train' (train spots only, default) or 'full' (official: all spots,
     held-out expression leaks into neighbours' targets)."""
@@ -78,7 +83,7 @@ class SUICAConfig:
 
     def __post_init__(self) -> None:
         choices = {"graph_norm": ("sym", "row", "raw"), "graph_space": ("spatial", "expression"),
-                   "targets_graph": ("train", "full"), "inr": ("ffn", "siren", "ngp"), "decoder_loss": ("rbc", "mse")}
+                   "targets_graph": ("train", "full"), "embedding": ("gae", "pca"), "inr": ("ffn", "siren", "ngp"), "decoder_loss": ("rbc", "mse")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise SUICAInputError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")

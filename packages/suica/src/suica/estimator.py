@@ -114,6 +114,15 @@ def train_accumulated(params, loss_fn, n: int, *, epochs: int, lr: float, batch_
             on_step(phase, step)
 
 
+def target_rows(targets, idx, device=None):
+    """Rows ``idx`` of the INR targets: a torch tensor (embeddings) is indexed, a scipy-sparse matrix (expression,
+    INR-raw) gives only these rows as a dense float32 tensor."""
+    torch = _torch()
+    if hasattr(targets, "tocsr"):
+        return torch.as_tensor(np.asarray(targets[idx].toarray(), dtype=np.float32), device=device)
+    return targets[idx]
+
+
 def fit_inr(u, targets, c: SUICAConfig, *, spacing: float, out_dim: int, final: str, loss_fn, epochs: int,
             lr: float, history: list | None = None, on_step=None, progress=None, on_built=None):
     """Fit an INR ``u (n, d) -> targets (n, out_dim)`` with ``loss_fn(pred, target)`` (accumulated batches, one
@@ -122,6 +131,7 @@ def fit_inr(u, targets, c: SUICAConfig, *, spacing: float, out_dim: int, final: 
     σ: ``c.ffn_scale`` when set; otherwise each candidate ``f / spacing`` (``f`` in ``c.ffn_scale_factors``) is fitted
     on ``1 - c.val_frac`` of the spots with the same budget and scored by ``loss_fn`` on the rest; the INR is then
     refitted on all spots with the best σ. Every INR-based method in this package chooses σ this way.
+    ``targets``: a tensor, or a scipy-sparse matrix read batch by batch (:func:`target_rows`).
     """
     torch = _torch()
     from suica.networks import make_inr
@@ -138,15 +148,17 @@ def fit_inr(u, targets, c: SUICAConfig, *, spacing: float, out_dim: int, final: 
     selection: dict[float, float] = {}
     if c.ffn_scale is None and c.inr == "ffn" and len(c.ffn_scale_factors) > 1:
         fit_i, val_i = holdout_spots(len(u), frac=c.val_frac, seed=c.seed + 7919)
-        uf, tf = u[fit_i], targets[fit_i]
+        uf, dev = u[fit_i], u.device
         for f in c.ffn_scale_factors:
             sigma = float(f / spacing)
             cand = build(sigma)
-            train_accumulated(list(cand.parameters()), lambda b, m=cand: loss_fn(m(uf[b]), tf[b]), len(fit_i),
+            train_accumulated(list(cand.parameters()),
+                              lambda b, m=cand: loss_fn(m(uf[b]), target_rows(targets, fit_i[b], dev)), len(fit_i),
                               epochs=epochs, lr=lr, batch_size=c.batch_size, history=[])
             cand.eval()
             with torch.no_grad():
-                selection[sigma] = float(loss_fn(cand(u[val_i]), targets[val_i]))
+                selection[sigma] = sum(float(loss_fn(cand(u[val_i[b]]), target_rows(targets, val_i[b], dev)))
+                                       * len(b) / len(val_i) for b in batches(len(val_i), c.batch_size))
         sigma = min(selection, key=selection.get)
     elif c.ffn_scale is None:
         sigma = float(c.ffn_scale_factors[0] / spacing)  # from the spot spacing
@@ -156,7 +168,8 @@ def fit_inr(u, targets, c: SUICAConfig, *, spacing: float, out_dim: int, final: 
     if on_built is not None:
         on_built(inr)  # e.g. put it into the model before training so that step hooks see it
     inr.train()
-    train_accumulated(list(inr.parameters()), lambda b: loss_fn(inr(u[b]), targets[b]), len(u), epochs=epochs,
+    train_accumulated(list(inr.parameters()), lambda b: loss_fn(inr(u[b]), target_rows(targets, b, u.device)),
+                      len(u), epochs=epochs,
                       lr=lr, batch_size=c.batch_size, history=history if history is not None else [],
                       on_step=on_step, phase="inr", progress=progress)
     inr.eval()
@@ -205,7 +218,12 @@ class SUICA:
 
         c = self.config
         torch.manual_seed(c.seed)
-        gae = GAE(n_genes=n_genes, hidden=c.gae_hidden, latent_dim=c.latent_dim, use_graph=c.use_graph)
+        if c.embedding == "pca":
+            from suica.networks import LinearDecoder
+
+            gae = LinearDecoder(n_genes=n_genes, latent_dim=c.latent_dim)
+        else:
+            gae = GAE(n_genes=n_genes, hidden=c.gae_hidden, latent_dim=c.latent_dim, use_graph=c.use_graph)
         inr = self._make_inr(dim, float(self.sigma_ if self.sigma_ is not None else 1.0))
         return torch.nn.ModuleDict({"gae": gae, "inr": inr})
 
@@ -218,7 +236,7 @@ class SUICA:
         """Propagation matrix ``Â`` (scipy CSR) on spatial or expression neighbours; None without a graph."""
         from suica.graph import knn_adjacency, normalize_adjacency
 
-        if not self.config.use_graph:
+        if not self.config.use_graph or self.config.embedding == "pca":
             return None
         if self.config.graph_space == "spatial":
             pts = u
@@ -276,6 +294,9 @@ class SUICA:
         n, g = x_csr.shape
         if c.latent_dim >= g:
             raise SUICAInputError(f"latent_dim={c.latent_dim} must be smaller than the number of genes ({g})")
+        if c.embedding == "pca" and c.latent_dim >= n:
+            raise SUICAInputError(f"embedding='pca': latent_dim={c.latent_dim} must be smaller than the number of "
+                                  f"training spots ({n})")
         dev = self._device()
         self.frame = CoordFrame.fit(coords, keep_ratio=c.keep_ratio)
         self.var_names = [str(v) for v in sub.var_names]
@@ -293,6 +314,25 @@ class SUICA:
 
         # ---- stage 1: graph-augmented autoencoder, mini-batches of spots with their neighbourhood subgraphs
         t0 = time.perf_counter()
+        if c.embedding == "pca":  # the paper's PCA variant: scores of the training spots, sparse input stays sparse
+            from sklearn.decomposition import PCA
+
+            pca = PCA(n_components=c.latent_dim, svd_solver="arpack", random_state=c.seed).fit(x_csr)
+            gae.init_pca(pca.components_, pca.mean_)
+            z = torch.as_tensor(np.asarray(pca.transform(x_csr), dtype=np.float32), device=dev)  # (n, D)
+        else:
+            z = self._fit_gae(gae, x_csr, adj, adata, idx, n, layer, dev, on_step)
+        self.timings["gae_s"] = time.perf_counter() - t0
+        self._fit_inr_decoder(model, gae, u, z, x_csr, n, dev, step_cb)
+        model.eval()
+        return self
+
+    def _fit_gae(self, gae, x_csr, adj, adata, idx, n, layer, dev, on_step):
+        """Stage 1 (GAE / AE): train on mini-batches of spots with their neighbourhood subgraphs; returns the
+        target embeddings ``z (n, D)`` of the training spots."""
+        torch = _torch()
+        c = self.config
+        n_all = adata.n_obs
         opt = torch.optim.Adam(gae.parameters(), lr=c.gae_lr)
         rng = np.random.default_rng(c.seed)
         full = n <= c.batch_size
@@ -318,8 +358,12 @@ class SUICA:
             z = self.encode_spots(x_all, adj_all, dev)[torch.as_tensor(idx, device=dev)]
         else:
             z = self.encode_spots(x_csr, adj, dev)  # (n, D), train-only graph
-        self.timings["gae_s"] = time.perf_counter() - t0
+        return z
 
+    def _fit_inr_decoder(self, model, gae, u, z, x_csr, n, dev, step_cb):
+        """Phase 1 (INR fits ``z``) and phase 2 (INR frozen, decoder fine-tuned with RbC)."""
+        torch = _torch()
+        c = self.config
         # ---- phase 1: the INR fits the embeddings (σ chosen on an internal validation split unless fixed)
         from suica.losses import decoder_loss, fit_loss
 
@@ -349,8 +393,6 @@ class SUICA:
                               lr=c.decoder_lr, batch_size=c.batch_size, history=self.history["decoder"],
                               on_step=step_cb, phase="decoder", progress=bar)
         self.timings["decoder_s"] = time.perf_counter() - t0
-        model.eval()
-        return self
 
     # ------------------------------------------------------------------ predict
     def _check_fitted(self):

@@ -70,40 +70,120 @@ def masked_cosine(pred: np.ndarray, truth: np.ndarray, *, pooled: bool = False) 
     return float(_rowwise_cos(np.where(mask, pred, 0.0), np.where(mask, truth, 0.0)).mean())
 
 
-def evaluate(pred, truth, *, tau: float = 0.0) -> dict[str, float]:
-    """All metrics of the module docstring as a dict of floats."""
-    pred = np.asarray(pred, dtype=np.float64)
-    truth = np.asarray(truth, dtype=np.float64)
-    if pred.shape != truth.shape or pred.ndim != 2:
-        raise ValueError(f"pred and truth must be (n_spots, n_genes) of equal shape, got {pred.shape} and {truth.shape}")
-    if not np.isfinite(pred).all():
-        raise ValueError("pred contains NaN or inf")
-    diff = pred - truth
-    mask = truth > 0
-    mse = float((diff**2).mean())
-    cos = _rowwise_cos(pred, truth)
-    mcos = _rowwise_cos(np.where(mask, pred, 0.0), np.where(mask, truth, 0.0))
-    r, rv = _rowwise_pearson(pred, truth)
-    mr, mrv = _rowwise_pearson(pred, truth, mask)
-    return {
-        "mae": float(np.abs(diff).mean()),
-        "mse": mse,
-        "rmse": float(np.sqrt(mse)),
-        "rmse_per_gene": float(np.sqrt((diff**2).mean(0)).mean()),
-        "masked_mae": float(np.abs(diff[mask]).mean()) if mask.any() else 0.0,
-        "masked_mse": float((diff[mask] ** 2).mean()) if mask.any() else 0.0,
-        "cosine": float(cos.mean()),
-        "masked_cosine": float(mcos.mean()),
-        "masked_cosine_pooled": masked_cosine(pred, truth, pooled=True),
-        "sam": float(np.degrees(np.arccos(cos)).mean()),
-        "masked_sam": float(np.degrees(np.arccos(mcos)).mean()),
-        "pearson": float(r[rv].mean()) if rv.any() else 0.0,
-        "masked_pearson": float(mr[mrv].mean()) if mrv.any() else 0.0,
-        "n_degenerate_pearson": int((~rv).sum()),
-        "n_degenerate_masked_pearson": int((~mrv).sum()),
-        "zero_iou": zero_iou(pred, truth, tau=tau),
-        "support_recovery": support_recovery(pred, truth, tau=tau),
-    }
+def _rows(m, start: int, stop: int) -> np.ndarray:
+    """Rows ``start:stop`` of a dense or scipy-sparse matrix as a dense float64 array (only these rows)."""
+    part = m[start:stop]
+    if hasattr(part, "toarray"):
+        part = part.toarray()
+    return np.asarray(part, dtype=np.float64)
+
+
+class MetricAccumulator:
+    """The metrics of :func:`evaluate` accumulated over row chunks (sums, counts and per-row values), so that
+    ``(n, G)`` predictions and truths never have to be dense as a whole: ``update(pred_rows, truth_rows)`` any number
+    of times, then ``result()``. One chunk with all rows gives exactly :func:`evaluate`'s definitions."""
+
+    def __init__(self, *, tau: float = 0.0):
+        self.tau = float(tau)
+        self.n_rows = 0
+        self.n_genes: int | None = None
+        self.s: dict[str, float] = {k: 0.0 for k in (
+            "abs", "sq", "m_abs", "m_sq", "m_cnt", "cos", "mcos", "sam", "msam", "r", "r_n", "mr", "mr_n", "pt", "pp",
+            "tt", "z_inter", "z_union", "s_inter", "s_union")}
+        self.gene_sq: np.ndarray | None = None
+
+    def update(self, pred, truth) -> MetricAccumulator:
+        pred = np.asarray(pred, dtype=np.float64)
+        truth = np.asarray(truth, dtype=np.float64)
+        if pred.shape != truth.shape or pred.ndim != 2:
+            raise ValueError(f"pred and truth must be (n_spots, n_genes) of equal shape, got {pred.shape} and "
+                             f"{truth.shape}")
+        if self.n_genes is None:
+            self.n_genes, self.gene_sq = pred.shape[1], np.zeros(pred.shape[1])
+        elif pred.shape[1] != self.n_genes:
+            raise ValueError(f"chunks must have {self.n_genes} genes, got {pred.shape[1]}")
+        if not np.isfinite(pred).all():
+            raise ValueError("pred contains NaN or inf")
+        s, tau = self.s, self.tau
+        diff = pred - truth
+        mask = truth > 0
+        s["abs"] += np.abs(diff).sum()
+        s["sq"] += (diff**2).sum()
+        self.gene_sq += (diff**2).sum(0)
+        s["m_abs"] += np.abs(diff[mask]).sum()
+        s["m_sq"] += (diff[mask] ** 2).sum()
+        s["m_cnt"] += mask.sum()
+        cos = _rowwise_cos(pred, truth)
+        mcos = _rowwise_cos(np.where(mask, pred, 0.0), np.where(mask, truth, 0.0))
+        s["cos"] += cos.sum()
+        s["mcos"] += mcos.sum()
+        s["sam"] += np.degrees(np.arccos(cos)).sum()
+        s["msam"] += np.degrees(np.arccos(mcos)).sum()
+        r, rv = _rowwise_pearson(pred, truth)
+        mr, mrv = _rowwise_pearson(pred, truth, mask)
+        s["r"] += r[rv].sum()
+        s["r_n"] += rv.sum()
+        s["mr"] += mr[mrv].sum()
+        s["mr_n"] += mrv.sum()
+        p, t = pred[mask], truth[mask]
+        s["pt"] += p @ t
+        s["pp"] += p @ p
+        s["tt"] += t @ t
+        pz = pred <= tau if tau > 0 else pred == 0
+        tz = truth == 0
+        s["z_inter"] += (pz & tz).sum()
+        s["z_union"] += (pz | tz).sum()
+        ps = pred > tau
+        s["s_inter"] += (ps & mask).sum()
+        s["s_union"] += (ps | mask).sum()
+        self.n_rows += pred.shape[0]
+        return self
+
+    def result(self) -> dict[str, float]:
+        s, n = self.s, self.n_rows
+        if n == 0:
+            raise ValueError("no rows to evaluate")
+        ne = n * self.n_genes
+        mse = s["sq"] / ne
+        den = np.sqrt(s["pp"]) * np.sqrt(s["tt"])
+        return {
+            "mae": float(s["abs"] / ne),
+            "mse": float(mse),
+            "rmse": float(np.sqrt(mse)),
+            "rmse_per_gene": float(np.sqrt(self.gene_sq / n).mean()),
+            "masked_mae": float(s["m_abs"] / s["m_cnt"]) if s["m_cnt"] else 0.0,
+            "masked_mse": float(s["m_sq"] / s["m_cnt"]) if s["m_cnt"] else 0.0,
+            "cosine": float(s["cos"] / n),
+            "masked_cosine": float(s["mcos"] / n),
+            "masked_cosine_pooled": float(s["pt"] / den) if den > 0 else 0.0,
+            "sam": float(s["sam"] / n),
+            "masked_sam": float(s["msam"] / n),
+            "pearson": float(s["r"] / s["r_n"]) if s["r_n"] else 0.0,
+            "masked_pearson": float(s["mr"] / s["mr_n"]) if s["mr_n"] else 0.0,
+            "n_degenerate_pearson": int(n - s["r_n"]),
+            "n_degenerate_masked_pearson": int(n - s["mr_n"]),
+            "zero_iou": float(s["z_inter"] / s["z_union"]) if s["z_union"] else 1.0,
+            "support_recovery": float(s["s_inter"] / s["s_union"]) if s["s_union"] else 1.0,
+        }
+
+
+def evaluate(pred, truth, *, tau: float = 0.0, chunk: int = 4096) -> dict[str, float]:
+    """All metrics of the module docstring as a dict of floats.
+
+    ``pred`` and ``truth``: ``(n_spots, n_genes)``, dense or scipy-sparse; they are read ``chunk`` rows at a time
+    (:class:`MetricAccumulator`), so sparse input is never densified as a whole.
+    """
+    pred = pred if hasattr(pred, "shape") else np.asarray(pred, dtype=np.float64)
+    truth = truth if hasattr(truth, "shape") else np.asarray(truth, dtype=np.float64)
+    if pred.ndim != 2 or truth.ndim != 2 or pred.shape != truth.shape:
+        raise ValueError(f"pred and truth must be (n_spots, n_genes) of equal shape, got {np.shape(pred)} and "
+                         f"{np.shape(truth)}")
+    if chunk < 1:
+        raise ValueError(f"chunk must be >= 1, got {chunk}")
+    acc = MetricAccumulator(tau=tau)
+    for start in range(0, pred.shape[0], chunk):
+        acc.update(_rows(pred, start, start + chunk), _rows(truth, start, start + chunk))
+    return acc.result()
 
 
 def rate_correlation(values, rate) -> float:

@@ -79,6 +79,31 @@ class GAE(nn.Module):
         return self.decode(z), z
 
 
+class LinearDecoder(nn.Module):
+    """Decoder of the PCA embedding (``embedding="pca"``): ``ŷ = ReLU(z Wᵀ + b)``, ``z (n, D)`` -> ``(n, G)``.
+
+    Initialised by :meth:`init_pca` at the PCA inverse transform (``W`` = components ``(G, D)``, ``b`` = mean), then
+    fine-tuned in phase 2 like the GAE decoder. Linear in ``z``: interpolating codes interpolates expression.
+    """
+
+    def __init__(self, *, n_genes: int, latent_dim: int):
+        super().__init__()
+        self.decoder = nn.Linear(latent_dim, n_genes)
+
+    @torch.no_grad()
+    def init_pca(self, components, mean) -> None:
+        """``components (D, G)``, ``mean (G,)`` of a fitted PCA."""
+        import numpy as np
+
+        w = np.ascontiguousarray(np.asarray(components, dtype=np.float32).T)  # (G, D)
+        self.decoder.weight.copy_(torch.from_numpy(w))
+        self.decoder.bias.copy_(torch.from_numpy(np.ascontiguousarray(np.asarray(mean, dtype=np.float32).reshape(-1))))
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        """``z (n, D)`` -> ``ŷ (n, G)``, non-negative."""
+        return torch.relu(self.decoder(z))
+
+
 class FourierFeatures(nn.Module):
     """Gaussian Fourier features ``γ(u) = [sin 2π uB, cos 2π uB]``; ``B (d, m)`` is a buffer (no gradient)."""
 

@@ -36,9 +36,11 @@ from suica.config import BUDGETS, GENERALISATION_SETTINGS, ReproduceConfig
 
 PAPER = ("no numeric table available; paper (abstract): SUICA outperforms INR variants and SOTA methods on numerical "
          "fidelity, statistical correlation and bio-conservation")
+PAPER_TUNED = ("brief of this round: SUICA's own knob (the stage-1 embedding) tuned on the same validation split "
+               "with a grid of the same size as the interpolators'; " "paper: SUICA beats interpolation baselines")
 PAPER_GEN = ("issue 36: default SUICA() on a new tissue should beat k-NN inverse-distance interpolation and Gaussian "
              "smoothing on held-out spots (paper: SUICA beats interpolation and INR baselines)")
-LABELS = {"suica": "SUICA", "suica_mse": "SUICA-MSE (ablation)", "ae_inr": "AE+INR (no graph)", "inr_raw": "INR-raw",
+LABELS = {"suica": "SUICA", "suica_tuned": "SUICA tuned (embedding on validation)", "suica_mse": "SUICA-MSE (ablation)", "ae_inr": "AE+INR (no graph)", "inr_raw": "INR-raw",
           "pca_inr": "PCA+INR", "suica_ngp": "SUICA-NGP (hash-grid INR)", "griddata": "griddata (linear)", "idw": "IDW", "gaussian": "Gaussian smoothing",
           "observed": "observed counts"}
 NEURAL = ["suica", "suica_mse", "ae_inr", "inr_raw", "pca_inr", "suica_ngp"]
@@ -47,6 +49,11 @@ GRIDS = {"idw": {"k": [8, 16, 32]}, "gaussian": {"bandwidth": [1.0, 2.0, 4.0]}}
 """Interpolator grids (3 points each; IDW power 1, Gaussian smoothing over the 64 nearest spots). The previous full
 run's grids (k ∈ {4, 8, 16}, bandwidth ∈ {0.5, 1, 2} × spacing with 16 neighbours) chose their upper edge in 17 of
 20 tissues; these are one step higher and a choice at an edge is extended (:data:`EXTEND`)."""
+SUICA_GRID = {"suica_tuned": {"embedding": ["gae", "ae", "pca"]}}
+"""SUICA's own tuned knob, a grid of the same size as the interpolators': the stage-1 embedding the paper offers
+(graph-augmented AE = the default, plain AE, PCA), everything else at the package defaults. Categorical, so there
+is no edge to extend."""
+EMBEDDINGS = {"gae": {}, "ae": {"use_graph": False}, "pca": {"embedding": "pca"}}
 FIXED = {"idw": {"power": 1.0}, "gaussian": {"k": 64}}
 EXTEND = 3
 """A grid choice at an edge is extended up to this many steps in that direction (``icml25.tuning``; same rule for
@@ -94,9 +101,13 @@ def _make(name: str, model_kw: dict, seed: int, params: dict | None = None):
     if name in INTERP:
         method = {"griddata": "linear", "idw": "idw", "gaussian": "gaussian"}[name]
         return Interpolator(method=method, **{**FIXED.get(name, {}), **params})
+    kw = dict(model_kw, seed=seed)
+    if name == "suica_tuned":
+        if set(params) != {"embedding"} or params["embedding"] not in EMBEDDINGS:
+            raise ValueError(f"suica_tuned: expected {{'embedding': one of {sorted(EMBEDDINGS)}}}, got {params}")
+        return SUICA(**kw, **EMBEDDINGS[params["embedding"]])
     if params:
         raise ValueError(f"{name}: unknown tuned knobs {sorted(params)}")
-    kw = dict(model_kw, seed=seed)
     if name == "suica":
         return SUICA(**kw)
     if name == "suica_mse":
@@ -112,8 +123,9 @@ def _make(name: str, model_kw: dict, seed: int, params: dict | None = None):
     raise ValueError(name)
 
 
-def _tune_interpolators(a, tr, val_idx=None, seed: int = 0):
-    """IDW and Gaussian smoothing tuned on a validation split of the training spots (same grid size)."""
+def _tune_interpolators(a, tr, val_idx=None, seed: int = 0, model_kw: dict | None = None):
+    """IDW and Gaussian smoothing (and, when ``model_kw`` is given, SUICA's embedding, :data:`SUICA_GRID`) tuned on
+    a validation split of the training spots: same grid size, same metric, same split; test spots never enter."""
     from icml25.tuning import tune_alike
 
     from suica.metrics import evaluate
@@ -122,18 +134,27 @@ def _tune_interpolators(a, tr, val_idx=None, seed: int = 0):
         fit_idx, val_idx = validation_split(tr, seed=seed + 500)
     else:
         fit_idx = np.setdiff1d(tr, val_idx)
-    x = np.asarray(a.X)
+    x = a.X
     coords = a.obsm["spatial"]
+    grids = dict(GRIDS) if model_kw is None else {**GRIDS, **SUICA_GRID}
 
     def scorer(name):
         def evaluate_fn(params):
             if int({**FIXED.get(name, {}), **params}.get("k", 1)) > len(fit_idx):
                 return float("nan")  # more neighbours than spots (an extension step on a tiny tissue): never chosen
-            m = _make(name, {}, seed, params).fit(a, train_idx=fit_idx)
-            return evaluate(m.predict(coords[val_idx], allow_extrapolation=True).X, x[val_idx])[TUNE_METRIC]
+            if name in INTERP:
+                m = _make(name, model_kw or {}, seed, params).fit(a, train_idx=fit_idx)
+                return evaluate(m.predict(coords[val_idx], allow_extrapolation=True).X, x[val_idx])[TUNE_METRIC]
+            # a neural model needs genes with counts on its training spots: genes that are all-zero on the fit
+            # spots are left out of its fit and predicted as 0 (the scoring still covers every gene)
+            keep = np.asarray((x[fit_idx] > 0).sum(0)).ravel() > 0
+            m = _make(name, model_kw or {}, seed, params).fit(a[:, keep] if not keep.all() else a, train_idx=fit_idx)
+            pred = np.zeros((len(val_idx), a.n_vars), dtype=np.float32)
+            pred[:, keep] = np.asarray(m.predict(coords[val_idx], allow_extrapolation=True).X)
+            return evaluate(pred, x[val_idx])[TUNE_METRIC]
         return evaluate_fn
 
-    return tune_alike({n: (scorer(n), GRIDS[n]) for n in GRIDS}, extend=EXTEND)
+    return tune_alike({n: (scorer(n), grids[n]) for n in grids}, extend=EXTEND)
 
 
 def pmap(fn, items: list) -> list:
@@ -180,7 +201,7 @@ def _chosen_rows(sels: dict) -> list:
     for name, lst in sels.items():
         counts: dict[str, int] = {}
         for s in lst:
-            key = ", ".join(f"{k}={v:g}" for k, v in s.params.items())
+            key = ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in s.params.items())
             counts[key] = counts.get(key, 0) + 1
         edge = sum(bool(s.at_edge) for s in lst)
         rows.append([LABELS[name], "; ".join(f"{k} ({v}x)" for k, v in counts.items()), f"{edge} of {len(lst)}"])
@@ -190,6 +211,7 @@ def _chosen_rows(sels: dict) -> list:
 # ---------------------------------------------------------------------------------------------- experiments
 GEN_METRICS = [("rate_corr", True), ("masked_pearson", True), ("zero_iou", True)]
 GEN_METHODS = ["suica", "idw", "gaussian"]
+TUNED = "suica_tuned"
 GEN_EXTRA = ["pca_inr"]
 """Table-only rows of the generalisation experiment (no claims): PCA + INR is SUICA's INR with a linear embedding,
 which locates SUICA's gap (embedding vs INR)."""
@@ -204,17 +226,28 @@ def _generalisation_one(item) -> dict:
                       **GENERALISATION_SETTINGS[name])
     a, tr, te = _prepare(raw, s)
     x, rate, xy = np.asarray(a.X), np.asarray(a.layers["rate"]), a.obsm["spatial"]
-    sel = _tune_interpolators(a, tr, seed=s)
-    out = {"sel": {n: sel[n] for n in ("idw", "gaussian")}, "ev": {}, "fit_s": {}}
-    for m in [*GEN_METHODS, *GEN_EXTRA]:
+    t0 = time.perf_counter()
+    sel = _tune_interpolators(a, tr, seed=s, model_kw=cfg.model_kw())
+    out = {"sel": {n: sel[n] for n in ("idw", "gaussian", TUNED)}, "ev": {}, "fit_s": {},
+           "tune_s": time.perf_counter() - t0}
+    _fit_score_all(out, a, tr, te, x, rate, xy, cfg, s, sel, [*GEN_METHODS, TUNED, *GEN_EXTRA])
+    return out
+
+
+def _fit_score_all(out: dict, a, tr, te, x, rate, xy, cfg, s: int, sel: dict, methods: list[str]) -> None:
+    """Fit every method on ``tr`` and score the held-out ``te`` into ``out["ev"]`` / ``out["fit_s"]``. The tuned
+    SUICA reuses the default SUICA's fit when validation chose the default embedding (the same model)."""
+    for m in methods:
         t0 = time.perf_counter()
+        if m == TUNED and sel[m].params == {"embedding": "gae"} and "suica" in out["ev"]:
+            out["ev"][m], out["fit_s"][m] = dict(out["ev"]["suica"]), out["fit_s"]["suica"]
+            continue
         model = _make(m, cfg.model_kw(), s, sel[m].params if m in sel else None).fit(a, train_idx=tr)
         out["fit_s"][m] = time.perf_counter() - t0
         if m == "suica":
             out["sigma"] = model.sigma_
         p = np.asarray(model.predict(xy, allow_extrapolation=True).X)
         out["ev"][m] = _scores(p, x, rate, te)
-    return out
 
 
 def generalisation(cfg: ReproduceConfig, seeds: list[int], out: Path) -> Section:
@@ -222,30 +255,39 @@ def generalisation(cfg: ReproduceConfig, seeds: list[int], out: Path) -> Section
     sec = Section("generalisation")
     metrics, methods = GEN_METRICS, GEN_METHODS
     rows, sigmas = [], []
-    sels: dict[str, list] = {"idw": [], "gaussian": []}
+    sels: dict[str, list] = {"idw": [], "gaussian": [], TUNED: []}
     items = [(cfg, si, name, s) for si, name in enumerate(cfg.settings) for s in seeds]
     outs = pmap(_generalisation_one, items)
     for si, name in enumerate(cfg.settings):
         mine = [o for (_, sj, _, _), o in zip(items, outs) if sj == si]
-        res = {m: {k: [o["ev"][m][k] for o in mine] for k, _ in metrics} for m in [*methods, *GEN_EXTRA]}
+        res = {m: {k: [o["ev"][m][k] for o in mine] for k, _ in metrics} for m in [*methods, TUNED, *GEN_EXTRA]}
         sigmas += [o["sigma"] for o in mine]
-        for n in ("idw", "gaussian"):
+        for n in sels:
             sels[n] += [o["sel"][n] for o in mine]
         for k, higher in metrics:
             for b in ("idw", "gaussian"):
                 _compare(sec, res["suica"][k], res[b][k], claim=f"[{name}] default SUICA() beats tuned {LABELS[b]}: "
                          f"{k} on held-out spots", metric=k, baseline_name=LABELS[b], paper=PAPER_GEN, higher=higher,
                          note=_sel_note({b: [o["sel"][b] for o in mine]}, b))
-        for m in [*methods, *GEN_EXTRA]:
+        for k, higher in metrics:
+            for b in ("idw", "gaussian"):
+                _compare(sec, res[TUNED][k], res[b][k], claim=f"[{name}] SUICA tuned alike (embedding GAE/AE/PCA on "
+                         f"validation) beats tuned {LABELS[b]}: {k} on held-out spots", metric=k,
+                         baseline_name=LABELS[b], paper=PAPER_TUNED, higher=higher,
+                         note=_sel_note({b: [o["sel"][b] for o in mine]}, b))
+        for m in [*methods, TUNED, *GEN_EXTRA]:
             rows.append([name, LABELS[m]] + ["{:.3f} ± {:.3f}".format(*mean_sd(res[m][k])) for k, _ in metrics]
                         + [f"{np.mean([o['fit_s'][m] for o in mine]):.1f}"])
     sec.table(f"generalisation: held-out spots (20 %) of unseen generator settings ({len(seeds)} seeds each; "
               f"{cfg.n_spots} spots x {cfg.n_genes} genes; fit s = one worker process, one torch thread; PCA+INR: table only, "
               "no claim)", ["setting", "method", *[f"{k} (mean ± sd)" for k, _ in metrics], "fit s"], rows)
-    sec.table("interpolators tuned on validation (masked Pearson, 20 % of the training spots; per seed and setting)",
+    sec.table("tuned on validation: interpolators and SUICA's embedding (masked Pearson, 20 % of the training spots; "
+              "per seed and setting)",
               ["method", "chosen (times)", "at the edge"], _chosen_rows(sels))
     sec.notes.append(f"generalisation: SUICA() with the package defaults; σ = 0.01 / h from the spot spacing, "
                      f"chosen σ per tissue: {', '.join(f'{v:.2f}' for v in sigmas)}")
+    sec.notes.append("generalisation: tuning per tissue (IDW, Gaussian smoothing and SUICA's embedding on the same "
+                     f"validation split) took {np.mean([o['tune_s'] for o in outs]):.1f} s on average (one worker)")
     return sec
 
 
@@ -396,30 +438,30 @@ def _three_d_one(item) -> dict:
     a, tr, te = _prepare(raw, s, test_idx=np.flatnonzero(np.isclose(z, test_level)))
     val = np.flatnonzero(np.isclose(np.asarray(a.obsm["spatial"])[:, 2], val_level))
     x, rate, xyz = np.asarray(a.X), np.asarray(a.layers["rate"]), a.obsm["spatial"]
-    sel = _tune_interpolators(a, tr, val_idx=val, seed=s)
-    ev = {}
-    for m in GEN_METHODS:
-        model = _make(m, cfg.model_kw(), s, sel[m].params if m in sel else None).fit(a, train_idx=tr)
-        ev[m] = _scores(np.asarray(model.predict(xyz, allow_extrapolation=True).X), x, rate, te)
-    return {"ev": ev, "sel": {n: sel[n] for n in ("idw", "gaussian")}}
+    sel = _tune_interpolators(a, tr, val_idx=val, seed=s, model_kw=cfg.model_kw())
+    out = {"ev": {}, "fit_s": {}, "sel": {n: sel[n] for n in ("idw", "gaussian", TUNED)}}
+    _fit_score_all(out, a, tr, te, x, rate, xyz, cfg, s, sel, [*GEN_METHODS, TUNED])
+    return out
 
 
 def three_d(cfg: ReproduceConfig, seeds: list[int], out: Path) -> Section:
     """3-D tissue (6 hex sections): an interior section held out and predicted from the others."""
     sec = Section("3-D")
-    metrics, methods = GEN_METRICS, GEN_METHODS
+    metrics, methods = GEN_METRICS, [*GEN_METHODS, TUNED]
     outs = pmap(_three_d_one, [(cfg, s) for s in seeds])
     res = {m: {k: [o["ev"][m][k] for o in outs] for k, _ in metrics} for m in methods}
-    sels = {n: [o["sel"][n] for o in outs] for n in ("idw", "gaussian")}
-    for k, higher in metrics:
-        for b in ("idw", "gaussian"):
-            _compare(sec, res["suica"][k], res[b][k], claim=f"[3-D] SUICA beats {LABELS[b]}: {k} on a held-out "
-                     "section", metric=k, baseline_name=LABELS[b], paper=PAPER, higher=higher, note=_sel_note(sels, b))
+    sels = {n: [o["sel"][n] for o in outs] for n in ("idw", "gaussian", TUNED)}
+    for ours, label in (("suica", "SUICA"), (TUNED, "SUICA tuned alike (embedding on validation)")):
+        for k, higher in metrics:
+            for b in ("idw", "gaussian"):
+                _compare(sec, res[ours][k], res[b][k], claim=f"[3-D] {label} beats {LABELS[b]}: {k} on a held-out "
+                         "section", metric=k, baseline_name=LABELS[b], paper=PAPER if ours == "suica" else PAPER_TUNED,
+                         higher=higher, note=_sel_note(sels, b))
     sec.table(f"3-D: held-out interior section ({len(seeds)} seeds; {cfg.n_spots_3d} spots in 6 sections; "
               "interpolators tuned on another interior section)", ["method", *[f"{k} (mean ± sd)" for k, _ in
                                                                                  metrics]],
               [[LABELS[m]] + ["{:.3f} ± {:.3f}".format(*mean_sd(res[m][k])) for k, _ in metrics] for m in methods])
-    sec.table("interpolators tuned on validation (3-D: another interior section)", ["method", "chosen (times)",
+    sec.table("tuned on validation (3-D: another interior section)", ["method", "chosen (times)",
                                                                                     "at the edge"], _chosen_rows(sels))
     return sec
 
@@ -427,11 +469,44 @@ def three_d(cfg: ReproduceConfig, seeds: list[int], out: Path) -> Section:
 EXPERIMENTS = [generalisation, paper_comparison, three_d]
 
 
-def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int):
+SUBRUNS = ("scale",)
+"""Sub-runs committed *inside* the main run directory (``results/full/scale`` = ``reproduce --task scale``). The
+main run is staged in a hidden sibling and moved over the old directory as a whole (``icml25`` ``RunDir``), so
+:func:`carry_subruns` copies these into the staged run before it is committed; ``--overwrite`` of the main run
+then keeps them (they are rerun only with ``--task scale``)."""
+
+
+def carry_subruns(previous: Path | None, staged: Path, names: tuple[str, ...] = SUBRUNS) -> list[str]:
+    """Copy each finished sub-run ``previous/NAME`` (a folder with a ``results.json``) into ``staged/NAME``; returns
+    the names carried. Nothing happens when ``previous`` is None or missing, when it *is* ``staged`` (an unstaged
+    run writes in place), or when the new run already has its own ``NAME``."""
+    import shutil
+
+    if previous is None or not Path(previous).is_dir():
+        return []
+    previous, staged = Path(previous), Path(staged)
+    if previous.resolve() == staged.resolve():
+        return []
+    carried = []
+    for name in names:
+        src, dst = previous / name, staged / name
+        if (src / "results.json").is_file() and not dst.exists():
+            shutil.copytree(src, dst)
+            carried.append(name)
+    return carried
+
+
+def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int, previous: Path | None = None):
+    """The main reproduce run into ``out``; ``previous``: the directory this run will replace (its sub-runs
+    :data:`SUBRUNS` are carried over, see :func:`carry_subruns`)."""
     from icml25.seeding import seed_everything
 
     seed_everything(seed)
     report = run_experiments("suica", EXPERIMENTS, BUDGETS, quick=quick, smoke=smoke, out=out, seed=seed)
+    carried = carry_subruns(previous, Path(out))
+    if carried:
+        report.notes.append(f"sub-runs carried over unchanged from the run this one replaced (not rerun here; their "
+                            f"own config.json / env.json / results.json): {', '.join(f'{n}/' for n in carried)}")
     report.notes.append("verdicts: paired one-sided t-test of the per-seed differences (same tissue and split per "
                         "seed), alpha 0.05; ≈ = the difference is inside the seed-to-seed noise")
     report.notes.append("zero-map IoU uses exact zeros (released metric); masked cosine / Pearson are per-spot means "
