@@ -119,3 +119,22 @@ def test_suica_pca_embedding(tissue):
     assert not np.allclose(m.model["gae"].decode(z).detach().numpy(), dec.decode(z).detach().numpy(), atol=1e-5)
     with pytest.raises(ValueError, match="embedding"):
         SUICA(embedding="umap")
+
+
+def test_preprocess_sparse_equals_dense():
+    from suica.data import preprocess
+    from suica.synthetic import make_tissue
+
+    a = make_tissue(n_spots=150, n_genes=40, n_domains=3, seed=5)
+    a.X = np.asarray(a.X, dtype=np.float32)
+    a.layers.clear()
+    b = a.copy()
+    b.X = sp.csr_matrix(a.X)
+    kw = dict(min_counts_spot=5, min_counts_gene=3, max_count=30, fit_on=np.arange(100))
+    pd_, ps = preprocess(a, **kw), preprocess(b, **kw)
+    assert sp.issparse(ps.X) and sp.issparse(ps.layers["counts"]) and not sp.issparse(pd_.X)
+    assert list(ps.var_names) == list(pd_.var_names) and list(ps.obs_names) == list(pd_.obs_names)
+    np.testing.assert_allclose(ps.X.toarray(), pd_.X, rtol=1e-6)
+    np.testing.assert_array_equal(ps.layers["counts"].toarray(), pd_.layers["counts"])
+    assert pd_.n_vars < a.n_vars  # the max_count filter acted (negative control: without it more genes are kept)
+    assert preprocess(b, **{**kw, "max_count": None}).n_vars > ps.n_vars

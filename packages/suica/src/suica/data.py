@@ -99,19 +99,24 @@ def preprocess(
 ):
     """Official filtering + ``normalize_total`` (see module docstring). Returns a new AnnData.
 
-    Raw counts are kept in ``layers["counts"]``; ``X`` becomes the normalised counts. ``fit_on``: indices (or a
+    Raw counts are kept in ``layers["counts"]``; ``X`` becomes the normalised counts (CSR when the counts are
+    sparse: nothing is densified; dense otherwise). ``fit_on``: indices (or a
     boolean mask) of the spots whose counts decide the gene filters (default: all spots, as released).
     """
     import scanpy as sc
+    import scipy.sparse as sp
 
     if "spatial" not in adata.obsm:
         raise SUICAInputError('adata.obsm["spatial"] is missing: SUICA needs the spot coordinates (n_spots, 2 or 3)')
     out = adata.copy()
-    raw = dense(out.layers["counts"]) if "counts" in out.layers else dense(out.X)
-    if not np.isfinite(raw).all() or (raw < 0).any():
+    src = out.layers["counts"] if "counts" in out.layers else out.X
+    sparse = sp.issparse(src)  # sparse counts stay sparse (CSR) throughout; dense stay dense
+    raw = as_csr(src) if sparse else dense(src)
+    vals = raw.data if sparse else raw
+    if not np.isfinite(vals).all() or (vals < 0).any():
         raise SUICAInputError("counts must be finite and >= 0")
     out.X = raw.copy()
-    keep_spot = raw.sum(axis=1) >= min_counts_spot
+    keep_spot = np.asarray(raw.sum(axis=1)).ravel() >= min_counts_spot
     sel = np.ones(raw.shape[0], dtype=bool)
     if fit_on is not None:
         sel = np.zeros(raw.shape[0], dtype=bool)
@@ -119,19 +124,21 @@ def preprocess(
     ref = raw[sel & keep_spot]
     if ref.shape[0] == 0:
         raise SUICAInputError(f"no spot has >= min_counts_spot={min_counts_spot} counts")
-    keep_gene = ref.sum(axis=0) >= min_counts_gene
+    keep_gene = np.asarray(ref.sum(axis=0)).ravel() >= min_counts_gene
     if max_count is not None:
-        keep_gene &= ref.max(axis=0) <= max_count
+        gene_max = ref.max(axis=0)
+        keep_gene &= np.asarray(gene_max.toarray() if sp.issparse(gene_max) else gene_max).ravel() <= max_count
     if not keep_gene.any():
         raise SUICAInputError("the gene filters removed every gene; lower min_counts_gene or raise max_count")
     out = out[keep_spot][:, keep_gene].copy()
-    out.layers["counts"] = dense(out.X).copy()
+    out.layers["counts"] = as_csr(out.X) if sparse else dense(out.X).copy()
     # spots can become empty after gene filtering
-    nz = dense(out.X).sum(axis=1) > 0
+    nz = np.asarray(out.layers["counts"].sum(axis=1)).ravel() > 0
     if not nz.all():
         out = out[nz].copy()
+    out.X = out.layers["counts"].copy()
     sc.pp.normalize_total(out, target_sum=target_sum)
-    out.X = dense(out.X)
+    out.X = as_csr(out.X) if sparse else dense(out.X)
     out.uns["suica_preprocess"] = {"min_counts_spot": min_counts_spot, "min_counts_gene": min_counts_gene,
                                    "max_count": max_count, "target_sum": target_sum,
                                    "genes_fit_on": "all" if fit_on is None else "subset"}
