@@ -438,3 +438,32 @@ def test_clip_option_row_and_reproduce_tasks():
     assert LARGER_BUDGETS.full.hidden_size > BUDGETS.full.hidden_size
     with pytest.raises(LciaError, match="task must be one of"):
         reproduce(quick=False, smoke=True, out=Path("unused"), seed=0, task="bogus")
+
+
+def test_stream_job_in_a_forked_worker_matches_inline_and_depends_on_its_seed():
+    from icml25.parallel import fork_map
+    from lcia import reproduce as R
+    from lcia.config import BUDGETS
+    from lcia.continual import tiny_base
+
+    cfg = BUDGETS.smoke
+    base, tok = tiny_base(cfg)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        R._JOB.update(base=base, tok=tok, stream_cfg=cfg, cfgs={m: R._row_cfg(cfg, m) for m in R.LABEL})
+        jobs = [(0, "lcia"), (1, "lcia")]
+        inline = [R._stream_job(j) for j in jobs]
+        forked = fork_map(R._stream_job, jobs, 2)
+    finally:
+        torch.set_num_threads(threads)
+        R._JOB.clear()
+    for a, b in zip(inline, forked):
+        np.testing.assert_array_equal(a["acc"], b["acc"])
+        assert a["alphas"] == b["alphas"] and a["by_numel"] == b["by_numel"] and a["oracle_avg"] == b["oracle_avg"]
+        assert a["decisions_ok"] == 1.0 and a["routing_acc"] == 1.0
+    assert inline[0]["alphas"] != inline[1]["alphas"]  # control: the job depends on its seed
+    from icml25.errors import UserInputError
+
+    with pytest.raises(UserInputError, match="workers"):
+        Config(workers=0)

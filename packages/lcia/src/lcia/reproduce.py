@@ -36,9 +36,14 @@ PAPER_HEADLINE = "LLaVA-7B on CoIN: forgetting 5.42 (LoRA baseline) -> 1.93 (LCI
 PAPER_ABLATION = "Table 6 ablation rows LoRA / stable EMA / dynamic EMA / + grouping (numbers not in our notes)"
 
 
-TUNED = ("sequential", "fixed_ema", "dema", "dema_clip", "lcia", "joint")
+#: rows whose hyper-parameters are tuned on validation; the joint reference reuses sequential LoRA's lr (one adapter,
+#: the same optimizer and batches) and the oracle reference LCIA's (its expand stages are LCIA's)
+TUNED = ("sequential", "fixed_ema", "dema", "dema_clip", "lcia")
 CONTINUAL_ROWS = ("sequential", "fixed_ema", "dema", "dema_clip", "lcia")
 DEMA_ROWS = ("dema", "dema_clip", "lcia")
+
+#: what the forked workers share (set in the parent before the pool forks): the base model, tokenizer, streams, configs
+_JOB: dict = {}
 
 
 def _row_cfg(cfg: Config, m: str) -> Config:
@@ -46,31 +51,54 @@ def _row_cfg(cfg: Config, m: str) -> Config:
     return replace(cfg, clip_alpha=True) if m == "dema_clip" else cfg
 
 
+def _tune_score(item: tuple[str, tuple[tuple[str, float], ...]]) -> float:
+    """Validation score of row ``m`` at ``params``: final-stage Avg on the tuning stream (one seed)."""
+    from lcia.continual import run_stream
+
+    m, params = item
+    p = dict(params)
+    cfg = _JOB["cfg"]
+    c = replace(_row_cfg(cfg, m), lr=float(p["lr"]), fixed_alpha=float(p.get("alpha", cfg.fixed_alpha)))
+    r = run_stream(_JOB["base"], _JOB["tok"], _JOB["tune_tasks"], c, method=RUNS_AS.get(m, m),
+                   seed=_JOB["tune_seed"], split="val", final_only=True)
+    return float(np.mean(r["acc"][-1]))  # final-stage Avg
+
+
+def _key(p: dict) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted((k, float(v)) for k, v in p.items()))
+
+
 def _tune(cfg: Config, base, tok, seed: int) -> tuple[dict[str, Config], Section, dict[str, str]]:
     """Choose each method's hyper-parameters on the validation split, alike (``icml25.tuning.tune_alike``: grids of
-    the same size, same budget, same tuning stream and seed): the lr of sequential LoRA, DEMA, LCIA and the joint
-    reference from ``lr_grid``; the lr and α of the fixed EMA from ``fixed_lr_grid`` × ``alpha_grid``. Score: the
+    the same size, same budget, same tuning stream and seed): the lr of sequential LoRA, DEMA, the clip_alpha option
+    row and LCIA from ``lr_grid``; the lr and α of the fixed EMA from ``fixed_lr_grid`` × ``alpha_grid``. Score: the
     final-stage Avg on the validation split of the first ``tune_tasks`` tasks (a data seed the test runs never use).
-    The oracle reference reuses LCIA's choice (its expand stages are LCIA's)."""
-    from icml25.tuning import selections_table, tune_alike
+    Every grid point is scored first, in ``cfg.workers`` forked workers; the edge extensions then run here. The joint
+    reference reuses sequential LoRA's choice, the oracle reference LCIA's."""
+    import itertools
 
-    from lcia.continual import run_stream
+    from icml25.parallel import fork_map
+    from icml25.tuning import selections_table, tune_alike
 
     sec = Section("tuning")
     names = cfg.tasks[:cfg.tune_tasks] if cfg.tune_tasks else cfg.tasks
-    tasks = default_stream(cfg.n_train, seed=seed, n_eval=cfg.n_eval, tasks=names)
+    _JOB.update(cfg=cfg, base=base, tok=tok, tune_seed=seed,
+                tune_tasks=default_stream(cfg.n_train, seed=seed, n_eval=cfg.n_eval, tasks=names))
+    grid = {"lr": list(cfg.lr_grid)}
+    fixed_grid = {"lr": list(cfg.fixed_lr_grid or cfg.lr_grid), "alpha": list(cfg.alpha_grid or (cfg.fixed_alpha,))}
+    grids = {m: fixed_grid if m == "fixed_ema" else grid for m in TUNED}
+    items = [(m, _key(dict(zip(g, combo)))) for m, g in grids.items() for combo in itertools.product(*g.values())]
+    cache = dict(zip(items, fork_map(_tune_score, items, cfg.workers)))
 
     def score(m):
         def f(p):
-            c = replace(_row_cfg(cfg, m), lr=float(p["lr"]), fixed_alpha=float(p.get("alpha", cfg.fixed_alpha)))
-            method = RUNS_AS.get(m, m)
-            r = run_stream(base, tok, tasks, c, method=method, seed=seed, split="val", final_only=True)
-            return float(np.mean(r["final"] if method == "joint" else r["acc"][-1]))  # final-stage Avg
+            k = (m, _key(p))
+            if k not in cache:  # an edge extension
+                cache[k] = _tune_score(k)
+            return cache[k]
         return f
 
-    grid = {"lr": list(cfg.lr_grid)}
-    fixed_grid = {"lr": list(cfg.fixed_lr_grid or cfg.lr_grid), "alpha": list(cfg.alpha_grid or (cfg.fixed_alpha,))}
-    sel = tune_alike({m: (score(m), fixed_grid if m == "fixed_ema" else grid) for m in TUNED},
+    sel = tune_alike({m: (score(m), {k: list(v) for k, v in grids[m].items()}) for m in TUNED},
                      extend=cfg.tune_extend)
     cols, rows = selections_table(sel)
     sec.table(f"Hyper-parameters chosen on the validation split (final-stage Avg over {len(names)} tasks, one seed)",
@@ -86,17 +114,83 @@ def _tune(cfg: Config, base, tok, seed: int) -> tuple[dict[str, Config], Section
     sec.table("Every tuning trial (validation final-stage Avg; extension = a value added beyond the chosen edge)",
               ["method", "params", "validation score", "from", "chosen"], trows)
     sec.notes.append("tuning: " + "; ".join(s.note() for s in sel.values())
-                     + "; the oracle reference uses LCIA's choice")
+                     + "; the joint reference uses sequential LoRA's choice, the oracle reference LCIA's")
     cfgs = {m: replace(_row_cfg(cfg, m), lr=float(s.params["lr"]),
                        fixed_alpha=float(s.params.get("alpha", cfg.fixed_alpha))) for m, s in sel.items()}
+    cfgs["joint"] = cfgs["sequential"]
     cfgs["oracle"] = cfgs["lcia"]
     edges = {m: s.note() for m, s in sel.items() if s.at_edge}
     return cfgs, sec, edges
 
 
+def _stream_job(item: tuple[int, str]) -> dict:
+    """Row ``m`` on seed ``s`` on the test split (a worker job; plain numbers back). LCIA's job also scores the
+    oracle reference: a fresh adapter per task evaluated right after its training. LCIA's *expand* stages are exactly
+    that (fresh adapter, same init and batch seeds, evaluated by its own adapter at stage j), so only the retrained
+    tasks need their own fresh adapter."""
+    from lcia.continual import run_stream
+
+    s, m = item
+    cfg, cfgs, base, tok = _JOB["stream_cfg"], _JOB["cfgs"], _JOB["base"], _JOB["tok"]
+    tasks = default_stream(cfg.n_train, seed=s, n_eval=cfg.n_eval, tasks=cfg.tasks)
+    t0 = time.perf_counter()
+    if m == "joint":
+        final = run_stream(base, tok, tasks, cfgs["joint"], method="joint", seed=s)["final"]
+        return {"avg": float(np.mean(final)), "seconds": time.perf_counter() - t0}
+    r = run_stream(base, tok, tasks, cfgs[m], method=RUNS_AS.get(m, m), seed=s)
+    out: dict = {"acc": r["acc"], "seconds": time.perf_counter() - t0}
+    shares = [st.dema["fallback_share"] for st in r["stages"] if st.dema]
+    out["fallback"] = float(np.mean(shares)) if shares else float("nan")
+    out["alphas"] = list(r["learner"].formula_alphas)
+    by_numel: dict[int, dict[str, int]] = {}
+    for st in r["stages"]:
+        for k, c in (st.dema or {}).get("by_numel", {}).items():
+            agg = by_numel.setdefault(int(k), {})
+            for reason, v in c.items():
+                agg[reason] = agg.get(reason, 0) + v
+    out["by_numel"] = by_numel
+    if m == "lcia":
+        truth_groups, truth_decisions = designed_truth(cfg.tasks)
+        lr_ = r["learner"]
+        decs = [(st.group, st.decision) for st in r["stages"]]
+        out["decisions_ok"] = float(np.mean([d == (g, dd) for d, g, dd in zip(decs, truth_groups, truth_decisions)]))
+        routed = [lr_.router.route(template_of(ex.prompt)) == g for t, g in zip(tasks, truth_groups) for ex in t.test]
+        out["routing_acc"] = float(np.mean(routed))
+        groups = [g for g, _ in decs]
+        out["isolated"] = sum(groups.count(g) == 1 for g in groups[:-1])
+        t1 = time.perf_counter()
+        acc = []
+        for j, (t, (_, d)) in enumerate(zip(tasks, decs)):
+            if d == "expand":
+                acc.append(float(r["acc"][j, j]))
+            else:
+                one = run_stream(base, tok, [t], cfgs["oracle"], method="oracle", seed=s)  # stage index 0
+                acc.append(float(one["final"][0]))
+        out["oracle_avg"] = float(np.mean(acc))
+        out["oracle_seconds"] = time.perf_counter() - t1
+        out["seconds"] = t1 - t0
+    return out
+
+
 def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
-    """The six-task stream: every method on every seed; accuracy matrices on the test split."""
-    from lcia.continual import run_stream, tiny_base
+    """The six-task stream: every method on every seed; accuracy matrices on the test split. Independent runs (tuning
+    grid points, one method on one seed) go to ``cfg.workers`` forked one-thread workers; the parent runs at one
+    thread too, so a job gives the same numbers wherever it runs."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # no multi-thread OpenMP pool alive across the fork; same numbers here and in a worker
+    try:
+        return _continual_stream(cfg, seeds, out)
+    finally:
+        torch.set_num_threads(threads)
+        _JOB.clear()
+
+
+def _continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
+    from icml25.parallel import fork_map
+
+    from lcia.continual import tiny_base
 
     sec = Section("continual")
     base, tok = tiny_base(cfg)
@@ -124,57 +218,35 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
     alphas: dict[str, list[float]] = {m: [] for m in DEMA_ROWS}
     decisions_ok, routing_acc, isolated = [], [], []
     seconds = {m: 0.0 for m in avg}
-    truth_groups, truth_decisions = designed_truth(cfg.tasks)
+    truth_groups, _ = designed_truth(cfg.tasks)
+    _JOB.update(base=base, tok=tok, cfgs=cfgs, stream_cfg=cfg)
+    jobs = [(s, m) for s in seeds for m in (*methods, "joint")]
+    results = dict(zip(jobs, fork_map(_stream_job, jobs, cfg.workers)))
     for s in seeds:
-        tasks = default_stream(cfg.n_train, seed=s, n_eval=cfg.n_eval, tasks=cfg.tasks)
         for m in methods:
-            t0 = time.perf_counter()
-            r = run_stream(base, tok, tasks, cfgs[m], method=RUNS_AS.get(m, m), seed=s)
-            seconds[m] += time.perf_counter() - t0
+            r = results[(s, m)]
+            seconds[m] += r["seconds"]
             A = r["acc"]
             mats[m].append(A)
             avg[m].append(average_accuracy(A))
             forg[m].append(forgetting(A))
             bw[m].append(bwt(A))
             if m in fallback:
-                shares = [st.dema["fallback_share"] for st in r["stages"] if st.dema]
-                fallback[m].append(float(np.mean(shares)) if shares else float("nan"))
+                fallback[m].append(r["fallback"])
             if m in by_numel:
-                alphas[m] += r["learner"].formula_alphas
-                for st in r["stages"]:
-                    for k, c in (st.dema or {}).get("by_numel", {}).items():
-                        agg = by_numel[m].setdefault(int(k), {})
-                        for reason, v in c.items():
-                            agg[reason] = agg.get(reason, 0) + v
+                alphas[m] += r["alphas"]
+                for k, c in r["by_numel"].items():
+                    agg = by_numel[m].setdefault(k, {})
+                    for reason, v in c.items():
+                        agg[reason] = agg.get(reason, 0) + v
             if m == "lcia":
-                lr_ = r["learner"]
-                decs = [(st.group, st.decision) for st in r["stages"]]
-                decisions_ok.append(float(np.mean([d == (g, dd) for d, g, dd in
-                                                   zip(decs, truth_groups, truth_decisions)])))
-                routed = [lr_.router.route(template_of(ex.prompt)) == g
-                          for t, g in zip(tasks, truth_groups) for ex in t.test]
-                routing_acc.append(float(np.mean(routed)))
-                groups = [g for g, _ in decs]
-                isolated.append(sum(groups.count(g) == 1 for g in groups[:-1]))
-                lcia_diag = np.diag(A)
-                lcia_decs = [d for _, d in decs]
-        # references
-        t0 = time.perf_counter()
-        avg["joint"].append(float(np.mean(run_stream(base, tok, tasks, cfgs["joint"], method="joint", seed=s)["final"])))
-        seconds["joint"] += time.perf_counter() - t0
-        # oracle: a fresh adapter per task evaluated right after its training. LCIA's *expand* stages are exactly
-        # that (fresh adapter, same init and batch seeds, evaluated by its own adapter at stage j), so only the
-        # retrained tasks need their own fresh adapter.
-        t0 = time.perf_counter()
-        acc = []
-        for j, (t, d) in enumerate(zip(tasks, lcia_decs)):
-            if d == "expand":
-                acc.append(float(lcia_diag[j]))
-            else:
-                one = run_stream(base, tok, [t], cfgs["oracle"], method="oracle", seed=s)  # stage index 0
-                acc.append(float(one["final"][0]))
-        avg["oracle"].append(float(np.mean(acc)))
-        seconds["oracle"] += time.perf_counter() - t0
+                decisions_ok.append(r["decisions_ok"])
+                routing_acc.append(r["routing_acc"])
+                isolated.append(r["isolated"])
+                avg["oracle"].append(r["oracle_avg"])
+                seconds["oracle"] += r["oracle_seconds"]
+        avg["joint"].append(results[(s, "joint")]["avg"])
+        seconds["joint"] += results[(s, "joint")]["seconds"]
 
     n = len(seeds)
     for m in ("fixed_ema", "dema", "lcia"):
@@ -252,7 +324,7 @@ def continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
     sec.table(f"{len(cfg.tasks)}-task stream, test split, mean ± sd over {n} seeds",
               ["method", "Avg", "forgetting", "BWT", "alpha fallback share", "s per seed"], rows)
     mean_A = {m: np.nanmean(np.stack(mats[m]), axis=0) for m in methods}
-    tnames = [t.name for t in tasks]
+    tnames = list(cfg.tasks)
     for m in ("sequential", "lcia"):
         sec.table(f"Accuracy matrix of {LABEL[m]} (row = after stage i, column = task j; mean over seeds)",
                   ["after \\ task", *tnames],
