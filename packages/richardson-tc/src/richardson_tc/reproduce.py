@@ -438,6 +438,7 @@ def more_tensors(cfg: Config, seeds: list[int], out: Path) -> Section:
     sec = Section("more_tensors")
     sels: dict[tuple[str, float], list[Selection]] = {}
     res: dict[tuple[str, float, str], list[dict[str, Any]]] = {}
+    seeds = seeds[:cfg.data_seeds]
     for kind in cfg.data_kinds:
         rank = cfg.digits_rank if kind == "digits" else cfg.rank
         for p in cfg.data_ps:
