@@ -74,3 +74,15 @@ def test_errors_propagate_and_bad_arguments_are_named():
         ForkPool(-1)
     with ForkPool(2) as pool, pytest.raises(ValueError, match="order must be a permutation"):
         pool.map(_square, [1, 2, 3], order=[0, 0, 1])
+
+
+def test_without_fork_the_pool_runs_inline(monkeypatch):
+    import multiprocessing
+
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    with ForkPool(2) as pool:
+        assert pool.inline
+        assert pool.map(_square, [1, 2, 3]) == [1, 4, 9]
+    monkeypatch.undo()
+    with ForkPool(2) as pool:  # negative control: with fork the same call forks
+        assert not pool.inline

@@ -5,10 +5,11 @@ one-thread workers beat one two-thread process for small networks (no OpenMP spi
 must seed itself, so its numbers do not depend on which worker ran it or in which order; :func:`fork_map` returns
 results in item order whatever the submission ``order`` was.
 
-Workers are *forked* (where the platform has fork) after the parent imported what they need (``preload``), so they
-share already-built objects (a pretrained base model, imported libraries) instead of rebuilding them. Where fork is
-unavailable the platform's default start method is used, so jobs must be module-level functions of picklable
-arguments. With ``workers <= 1`` (or a single job) everything runs here, in this process, unchanged.
+Workers are *forked* after the parent imported what they need (``preload``), so they share already-built objects
+(a pretrained base model, data in module globals, imported libraries) instead of rebuilding them. Jobs must be
+module-level functions of picklable arguments. Where the platform has no fork (Windows), or with ``workers <= 1``
+(or a single job), everything runs here, in this process, one job after another: a spawned worker would not see
+the parent's module state that the jobs rely on.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def one_thread() -> None:
 
 
 class ForkPool:
-    """``workers`` forked one-thread processes (or inline for ``workers <= 1``), with ``submit`` / ``map`` / ``imap``.
+    """``workers`` forked one-thread processes (inline for ``workers <= 1`` or without fork), with ``submit`` /
+    ``map`` / ``imap``.
 
     Use as a context manager (or call :meth:`close`). ``preload`` names modules imported in the parent before the
     first fork so that the workers inherit them.
@@ -45,10 +47,9 @@ class ForkPool:
         for name in preload:
             importlib.import_module(name)
         self._ex: ProcessPoolExecutor | None = None
-        if workers > 1:
-            ctx = (multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods()
-                   else multiprocessing.get_context())
-            self._ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=one_thread)
+        if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+            self._ex = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                                           initializer=one_thread)
 
     @property
     def inline(self) -> bool:

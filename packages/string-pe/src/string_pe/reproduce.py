@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import math
-import multiprocessing as mp
 import tempfile
 from collections.abc import Callable
 from functools import partial
@@ -166,13 +165,11 @@ def _img_job(job: dict) -> dict:
 
 
 def _run_jobs(fn: Callable[[dict], dict], jobs: list[dict], workers: int) -> list[dict]:
-    """``[fn(job) for job in jobs]``, in ``workers`` forked processes when ``workers > 1``."""
-    if workers <= 1 or len(jobs) <= 1 or "fork" not in mp.get_all_start_methods():
-        return [fn(j) for j in jobs]
-    from concurrent.futures import ProcessPoolExecutor
+    """``[fn(job) for job in jobs]``, in ``workers`` forked one-thread processes when ``workers > 1``
+    (:func:`icml25.parallel.fork_map`; the jobs read the data sets this process built, so they need fork)."""
+    from icml25.parallel import fork_map
 
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork")) as ex:
-        return list(ex.map(fn, jobs))
+    return fork_map(fn, jobs, workers)
 
 
 class _Tuner:
