@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from sold.errors import SoldError, check_heads
+from sold.rollout import autoregressive_rollout
 
 
 def sinusoidal(t: int, dim: int, *, offset: int = 0) -> torch.Tensor:
@@ -151,25 +152,6 @@ class OCVPDynamics(nn.Module):
         step through the time attention once, with the earlier steps' keys and values cached, instead of
         recomputing the whole history at every step; the outputs are the same.
         """
-        c = context.shape[1]
-        if horizon < 1:
-            raise SoldError(f"horizon must be >= 1, got {horizon}")
-        if actions.ndim != 3 or actions.shape[1] < c + horizon - 1:
-            raise SoldError(f"actions must have shape [B, >= context + horizon − 1 = {c + horizon - 1}, A], "
-                            f"got {tuple(actions.shape)}")
         if cache is None:
             cache = self.can_cache
-        if cache:
-            pred, kv = self.step(context, actions[:, :c])
-            preds = [pred[:, -1]]
-            for h in range(1, horizon):
-                pred, kv = self.step(preds[-1][:, None], actions[:, c + h - 1: c + h], kv)
-                preds.append(pred[:, -1])
-            return torch.stack(preds, 1)
-        hist = context
-        preds = []
-        for h in range(horizon):
-            nxt = self(hist, actions[:, : c + h])[:, -1]
-            preds.append(nxt)
-            hist = torch.cat([hist, nxt[:, None]], 1)
-        return torch.stack(preds, 1)
+        return autoregressive_rollout(self, context, actions, horizon, cache=cache)

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from sold.errors import SoldError
+from sold.rollout import autoregressive_rollout
 from sold.savi import as_video
 
 
@@ -89,20 +90,4 @@ class GRUDynamics(nn.Module):
                 cache: bool = True) -> torch.Tensor:
         """Autoregressive prediction of ``horizon`` latents after ``context [B, c, Z]`` → ``[B, horizon, Z]``
         (``cache``: carry the GRU state instead of re-running the history at every step; same outputs)."""
-        c = context.shape[1]
-        if actions.ndim != 3 or actions.shape[1] < c + horizon - 1:
-            raise SoldError(f"actions must have shape [B, >= context + horizon − 1 = {c + horizon - 1}, A], "
-                            f"got {tuple(actions.shape)}")
-        if cache:
-            pred, hn = self.step(context, actions[:, :c])
-            preds = [pred[:, -1]]
-            for h in range(1, horizon):
-                pred, hn = self.step(preds[-1][:, None], actions[:, c + h - 1: c + h], hn)
-                preds.append(pred[:, -1])
-            return torch.stack(preds, 1)
-        hist, preds = context, []
-        for h in range(horizon):
-            nxt = self(hist, actions[:, : c + h])[:, -1]
-            preds.append(nxt)
-            hist = torch.cat([hist, nxt[:, None]], 1)
-        return torch.stack(preds, 1)
+        return autoregressive_rollout(self, context, actions, horizon, cache=cache)

@@ -1,0 +1,38 @@
+"""Autoregressive rollout shared by the slot dynamics (OCVP, key/value cache) and the holistic GRU (hidden state)."""
+
+from __future__ import annotations
+
+import torch
+
+from sold.errors import SoldError
+
+
+def autoregressive_rollout(model, context: torch.Tensor, actions: torch.Tensor, horizon: int, *,
+                           cache: bool) -> torch.Tensor:
+    """``horizon`` predictions after ``context [B, c, ...]`` → ``[B, horizon, ...]``.
+
+    ``actions [B, >= c + horizon − 1, A]``: the action after each context step and after each predicted step but the
+    last. With ``cache`` the model's ``step(new, actions, state) -> (predictions, state)`` sees each new step once and
+    carries its state (keys and values, or a GRU state); without, ``model(history, actions)`` re-runs the whole
+    history at every step. Both give the same outputs (tested per model).
+    """
+    c = context.shape[1]
+    if horizon < 1:
+        raise SoldError(f"horizon must be >= 1, got {horizon}")
+    if actions.ndim != 3 or actions.shape[1] < c + horizon - 1:
+        raise SoldError(f"actions must have shape [B, >= context + horizon − 1 = {c + horizon - 1}, A], "
+                        f"got {tuple(actions.shape)}")
+    preds: list[torch.Tensor] = []
+    if cache:
+        pred, state = model.step(context, actions[:, :c])
+        preds.append(pred[:, -1])
+        for h in range(1, horizon):
+            pred, state = model.step(preds[-1][:, None], actions[:, c + h - 1: c + h], state)
+            preds.append(pred[:, -1])
+        return torch.stack(preds, 1)
+    hist = context
+    for h in range(horizon):
+        nxt = model(hist, actions[:, : c + h])[:, -1]
+        preds.append(nxt)
+        hist = torch.cat([hist, nxt[:, None]], 1)
+    return torch.stack(preds, 1)
