@@ -78,3 +78,14 @@ def test_subgraph_positions():
     # every neighbour of a batch spot is inside the subgraph, so the batch rows keep all k neighbours
     np.testing.assert_array_equal(np.asarray(sub[local].sum(1)).ravel(), 4)
     assert sp.issparse(sub)
+
+
+def test_knn_graph_sparse_input_equals_dense():
+    """Expression-space graphs search sparse log1p rows; the graph equals the dense search's (negative control:
+    a different k changes it)."""
+    x = sp.random(60, 30, density=0.2, random_state=5, format="csr") * 10
+    a_sparse = knn_adjacency(x.log1p(), k=6)
+    a_dense = knn_adjacency(np.log1p(x.toarray()), k=6)
+    assert sp.issparse(a_sparse)
+    np.testing.assert_array_equal(a_sparse.toarray(), a_dense.toarray())
+    assert (knn_adjacency(x.log1p(), k=5) != a_dense).nnz > 0

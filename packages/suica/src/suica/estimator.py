@@ -240,8 +240,8 @@ class SUICA:
             return None
         if self.config.graph_space == "spatial":
             pts = u
-        else:  # expression space (earlier release): neighbours on log1p expression (dense rows, small data only)
-            pts = np.log1p(x_csr.toarray())
+        else:  # expression space (earlier release): neighbours on log1p expression, kept sparse
+            pts = x_csr.log1p()
         return normalize_adjacency(knn_adjacency(pts, k=self.config.k), norm=self.config.graph_norm)
 
     def _gae_batch(self, gae, x_csr, adj, idx: np.ndarray, dev):

@@ -26,10 +26,14 @@ GraphNorm = Literal["sym", "row", "raw"]
 
 
 def knn_adjacency(points: np.ndarray, *, k: int = 5) -> sp.csr_matrix:
-    """Binary k-NN connectivity ``(n, n)`` with ``k`` ones per row, self included (``A[i, i] = 1``)."""
+    """Binary k-NN connectivity ``(n, n)`` with ``k`` ones per row, self included (``A[i, i] = 1``).
+
+    ``points`` is ``(n, d)``, dense or scipy-sparse (expression-space graphs stay sparse: sklearn searches CSR rows
+    by brute force in chunks, never densifying the matrix).
+    """
     from sklearn.neighbors import NearestNeighbors
 
-    x = np.asarray(points, dtype=np.float64)
+    x = sp.csr_matrix(points, dtype=np.float64) if sp.issparse(points) else np.asarray(points, dtype=np.float64)
     n = x.shape[0]
     if k < 1:
         raise SUICAInputError(f"k must be >= 1, got {k}")

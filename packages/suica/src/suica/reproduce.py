@@ -36,9 +36,9 @@ from suica.config import BUDGETS, GENERALISATION_SETTINGS, ReproduceConfig
 
 PAPER = ("no numeric table available; paper (abstract): SUICA outperforms INR variants and SOTA methods on numerical "
          "fidelity, statistical correlation and bio-conservation")
-PAPER_TUNED = ("brief of this round: SUICA's own knob (the stage-1 embedding) tuned on the same validation split "
+PAPER_TUNED = ("tuning alike (house rule): SUICA's own knob (the stage-1 embedding) tuned on the same validation split "
                "with a grid of the same size as the interpolators'; " "paper: SUICA beats interpolation baselines")
-PAPER_GEN = ("issue 36: default SUICA() on a new tissue should beat k-NN inverse-distance interpolation and Gaussian "
+PAPER_GEN = ("what a user gets: default SUICA() on a new tissue should beat k-NN inverse-distance interpolation and Gaussian "
              "smoothing on held-out spots (paper: SUICA beats interpolation and INR baselines)")
 LABELS = {"suica": "SUICA", "suica_tuned": "SUICA tuned (embedding on validation)", "suica_mse": "SUICA-MSE (ablation)", "ae_inr": "AE+INR (no graph)", "inr_raw": "INR-raw",
           "pca_inr": "PCA+INR", "suica_ngp": "SUICA-NGP (hash-grid INR)", "griddata": "griddata (linear)", "idw": "IDW", "gaussian": "Gaussian smoothing",
@@ -551,7 +551,7 @@ def scale(cfg: ReproduceConfig, seeds: list[int], out: Path) -> Section:
     sec.add(Claim.threshold(claim=f"sparse mini-batch fit of {a.n_obs} spots x {a.n_vars} genes stays under 4 GB "
                                   "peak memory", metric="peak_rss_mb", ours=peak, threshold=4096.0,
                             higher_is_better=False, kind="target", deterministic=True,
-                            paper="issue 36: peak memory under 4 GB"))
+                            paper="target: peak memory under 4 GB (10^5 spots x 2*10^4 genes, sparse)"))
     sec.table(f"scale benchmark ({torch.get_num_threads()} torch threads, {ep} epoch(s) per stage, batch "
               f"{cfg.scale_batch})",
               ["spots", "genes", "non-zeros", "data s", "fit s", "stages s", "RSS after data MB", "peak RSS MB",
