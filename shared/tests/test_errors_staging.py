@@ -193,3 +193,22 @@ def test_reproduce_command_runs_the_named_task(tmp_path, as_string, monkeypatch)
         plain = tmp_path / f"plain-{as_string}-{type(method).__name__}"
         reproduce_command(method)(_TaskOptions(out=plain, quick=True, seed=3, quiet=True, task="hard"))
         assert json.loads((plain / "results.json").read_text())["title"] == "Demo"
+
+
+def test_rundir_carry_rules(tmp_path):
+    """RunDir.carry copies finished sub-runs of the run being replaced into the staged run, and nothing else."""
+    target = tmp_path / "full"
+    (target / "scale").mkdir(parents=True)
+    (target / "notes").mkdir()
+    (target / "notes" / "x.txt").write_text("no results.json")
+    assert RunDir(tmp_path / "fresh", staged=True).carry(["scale"]) == []  # nothing to replace
+    assert RunDir(target, overwrite=True).carry(["scale"]) == []  # unstaged: writes in place, nothing to copy
+    rd = RunDir(target, overwrite=True, staged=True)
+    assert rd.carry(["scale", "notes"]) == []  # no results.json: unfinished, not carried
+    (target / "scale" / "results.json").write_text('{"m": 1}')
+    (rd.path / "scale").mkdir()
+    assert rd.carry(["scale"]) == []  # the new run has its own scale/
+    (rd.path / "scale").rmdir()
+    assert rd.carry(["scale"]) == ["scale"] and (rd.path / "scale" / "results.json").read_text() == '{"m": 1}'
+    rd.commit()
+    assert (target / "scale" / "results.json").exists() and not (target / "notes").exists()

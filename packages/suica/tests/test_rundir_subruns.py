@@ -46,23 +46,6 @@ def test_without_carry_the_overwrite_deletes_scale(old_run, monkeypatch):
     import suica.reproduce as rep
 
     monkeypatch.setattr(rep, "SUBRUNS", ())
-    monkeypatch.setattr(rep.carry_subruns, "__defaults__", ((),))
     r = run_cli(main, ["reproduce", "--smoke", "--out", str(old_run), "--overwrite", "--quiet"])
     assert r.returncode == 0, r.stderr
     assert (old_run / "tiny.txt").exists() and not (old_run / "scale").exists()
-
-
-def test_carry_subruns_rules(tmp_path):
-    from suica.reproduce import carry_subruns
-
-    prev, new = tmp_path / "prev", tmp_path / "new"
-    (prev / "scale").mkdir(parents=True)
-    new.mkdir()
-    assert carry_subruns(None, new) == [] and carry_subruns(tmp_path / "missing", new) == []
-    assert carry_subruns(prev, new) == []  # no results.json: an unfinished sub-run is not carried
-    (prev / "scale" / "results.json").write_text("{}")
-    assert carry_subruns(prev, prev) == []  # in place: nothing to copy
-    (new / "scale").mkdir()
-    assert carry_subruns(prev, new) == []  # the new run has its own scale/
-    (new / "scale").rmdir()
-    assert carry_subruns(prev, new) == ["scale"] and (new / "scale" / "results.json").exists()

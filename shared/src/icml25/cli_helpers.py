@@ -169,11 +169,13 @@ def check_out(cfg: Any) -> None:
 
 
 def run_reproduce(method: Any, *, quick: bool, smoke: bool, out: Path, seed: int, overwrite: bool = False,
-                  quiet: bool = False, device: str = "cpu") -> Any:
+                  quiet: bool = False, device: str = "cpu", keep: tuple[str, ...] = ()) -> Any:
     """Run ``method.reproduce`` into a fresh run directory and write config, env, results.md and results.json.
 
     The run is staged in a hidden sibling of ``out`` and moved into place when it finishes, so ``--overwrite``
-    replaces an old run whole and an interrupted run leaves the old one intact.
+    replaces an old run whole and an interrupted run leaves the old one intact. ``keep``: names of sub-runs committed
+    inside ``out`` by separate commands (``out/NAME/results.json``); they are carried into the new run unchanged
+    (:meth:`RunDir.carry`) and a note in the results says so.
     """
     from icml25.rundir import RunDir
 
@@ -184,6 +186,11 @@ def run_reproduce(method: Any, *, quick: bool, smoke: bool, out: Path, seed: int
         report = method.reproduce(quick=quick, smoke=smoke, out=rd.path, seed=seed)
         report.seconds = round(time.perf_counter() - t0, 2)
         report.quick, report.smoke = quick, smoke
+        carried = rd.carry(keep)
+        if carried:
+            report.notes.append("sub-runs carried over unchanged from the run this one replaced (not rerun here; "
+                                "their own config.json / env.json / results.json): "
+                                + ", ".join(f"{n}/" for n in carried))
         if not report.title:
             report.title = method.title
         rd.write_env(device=device)

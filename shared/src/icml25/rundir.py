@@ -141,6 +141,21 @@ class RunDir:
         self.path = self.target
         return self.target
 
+    def carry(self, names: tuple[str, ...] | list[str]) -> list[str]:
+        """Staged runs: copy each finished sub-run ``target/NAME`` (a folder with a ``results.json``, e.g. a separate
+        ``reproduce --task scale`` committed inside the main run) into the new run, so that replacing the main run
+        keeps it. Returns the names carried; nothing is copied for an unstaged run (it writes in place), for a sub-run
+        without ``results.json`` (unfinished), or where the new run already wrote its own ``NAME``."""
+        if not self._staged or self.path == self.target or not self.target.is_dir():
+            return []
+        carried = []
+        for name in names:
+            src, dst = self.target / name, self.path / name
+            if (src / "results.json").is_file() and not dst.exists():
+                shutil.copytree(src, dst)
+                carried.append(name)
+        return carried
+
     def abort(self) -> None:
         """Staged runs: remove the unfinished run; the old one at ``target`` (if any) is untouched."""
         if self._staged and self.path != self.target:

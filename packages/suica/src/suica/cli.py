@@ -306,18 +306,18 @@ def evaluate(cfg: EvaluateConfig) -> int:
 
 def _reproduce(opts: SuicaReproduceOptions) -> int:
     from dataclasses import replace
-    from functools import partial
 
     from icml25.cli_helpers import run_reproduce
     from icml25.registry import default_out
 
-    from suica.reproduce import reproduce, reproduce_scale
+    from suica import reproduce as rep
 
     out = opts.out if opts.out is not None else default_out(METHOD.name)
     # main: the run is staged and replaces `out` whole; sub-runs inside it (scale/) are carried into the new run
-    fn = reproduce_scale if opts.task == "scale" else partial(reproduce, previous=Path(out))
-    run_reproduce(replace(METHOD, reproduce=fn), quick=opts.quick, smoke=opts.smoke, out=out,
-                  seed=opts.seed, overwrite=opts.overwrite, quiet=opts.quiet)
+    scale = opts.task == "scale"
+    run_reproduce(replace(METHOD, reproduce=rep.reproduce_scale if scale else rep.reproduce), quick=opts.quick,
+                  smoke=opts.smoke, out=out, seed=opts.seed, overwrite=opts.overwrite, quiet=opts.quiet,
+                  keep=() if scale else rep.SUBRUNS)
     return 0
 
 

@@ -472,42 +472,16 @@ EXPERIMENTS = [generalisation, paper_comparison, three_d]
 
 SUBRUNS = ("scale",)
 """Sub-runs committed *inside* the main run directory (``results/full/scale`` = ``reproduce --task scale``). The
-main run is staged in a hidden sibling and moved over the old directory as a whole (``icml25`` ``RunDir``), so
-:func:`carry_subruns` copies these into the staged run before it is committed; ``--overwrite`` of the main run
-then keeps them (they are rerun only with ``--task scale``)."""
+main run is staged and replaces the old directory whole (``icml25`` ``RunDir``); the CLI passes these names as
+``keep`` so that ``--overwrite`` of the main run carries them over (they are rerun only with ``--task scale``)."""
 
 
-def carry_subruns(previous: Path | None, staged: Path, names: tuple[str, ...] = SUBRUNS) -> list[str]:
-    """Copy each finished sub-run ``previous/NAME`` (a folder with a ``results.json``) into ``staged/NAME``; returns
-    the names carried. Nothing happens when ``previous`` is None or missing, when it *is* ``staged`` (an unstaged
-    run writes in place), or when the new run already has its own ``NAME``."""
-    import shutil
-
-    if previous is None or not Path(previous).is_dir():
-        return []
-    previous, staged = Path(previous), Path(staged)
-    if previous.resolve() == staged.resolve():
-        return []
-    carried = []
-    for name in names:
-        src, dst = previous / name, staged / name
-        if (src / "results.json").is_file() and not dst.exists():
-            shutil.copytree(src, dst)
-            carried.append(name)
-    return carried
-
-
-def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int, previous: Path | None = None):
-    """The main reproduce run into ``out``; ``previous``: the directory this run will replace (its sub-runs
-    :data:`SUBRUNS` are carried over, see :func:`carry_subruns`)."""
+def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int):
+    """The main reproduce run into ``out`` (the sub-runs :data:`SUBRUNS` of the run it replaces are kept by the CLI)."""
     from icml25.seeding import seed_everything
 
     seed_everything(seed)
     report = run_experiments("suica", EXPERIMENTS, BUDGETS, quick=quick, smoke=smoke, out=out, seed=seed)
-    carried = carry_subruns(previous, Path(out))
-    if carried:
-        report.notes.append(f"sub-runs carried over unchanged from the run this one replaced (not rerun here; their "
-                            f"own config.json / env.json / results.json): {', '.join(f'{n}/' for n in carried)}")
     report.notes.append("verdicts: paired one-sided t-test of the per-seed differences (same tissue and split per "
                         "seed), alpha 0.05; ≈ = the difference is inside the seed-to-seed noise")
     report.notes.append("zero-map IoU uses exact zeros (released metric); masked cosine / Pearson are per-spot means "
