@@ -512,3 +512,27 @@ def test_cached_predictor_matches_predict_next_in_an_imagined_rollout():
     with pytest.raises(SoldError, match="one step"):                 # negative control: a history that did not grow
         pred(x[:, :-2], acts[:, :-2])
     assert wm.dynamics.train() and wm.predictor() == wm.predict_next  # dropout active: no cache
+
+
+def test_true_state_wrapper_and_sac_reference():
+    """SAC (SB3) sees the true object state; rl_job trains it for the budget and evaluates like the other rows."""
+    from dataclasses import replace
+
+    import gymnasium
+    from sold.config import BUDGETS
+    from sold.envs import TrueStateObservation
+    from sold.reproduce import rl_job
+
+    env = TrueStateObservation(ColorReach2D(num_objects=3))
+    obs, _ = env.reset(seed=3)
+    np.testing.assert_array_equal(obs, env.unwrapped.true_state())
+    assert obs.shape == (17,) and env.observation_space.contains(obs)
+    obs2, *_ = env.step(np.array([1.0, 0.0], dtype=np.float32))
+    assert not np.array_equal(obs2, obs)  # the gripper moved: the state is live, not the reset copy
+    with pytest.raises(SoldError, match="true_state"):
+        TrueStateObservation(gymnasium.make("CartPole-v1"))
+    cfg = replace(BUDGETS.smoke, rl_steps=40, rl_eval_episodes=2)
+    r = rl_job(cfg, 0, "sac", None)
+    assert 0.0 <= r["success"] <= r["any_success"] <= 1.0
+    with pytest.raises(ValueError, match="kind"):
+        rl_job(cfg, 0, "ppo", None)

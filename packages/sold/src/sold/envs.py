@@ -164,3 +164,18 @@ class ColorReach2D(gym.Env):
         """The action of a perfect controller that knows the target (an upper reference, never used in training)."""
         d = self.objects[self.target] - self.gripper
         return np.clip(d / self.step_size, -1.0, 1.0).astype(np.float32)
+
+
+class TrueStateObservation(gym.ObservationWrapper):
+    """Replace the image observation by :meth:`ColorReach2D.true_state` ``(2 + 5 * num_objects,)`` in [0, 1], for
+    state-based references (SB3's SAC on true object states, the issue's upper reference)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        if not hasattr(env.unwrapped, "true_state"):
+            raise SoldError(f"TrueStateObservation needs an env with true_state(), got {type(env.unwrapped).__name__}")
+        dim = int(env.unwrapped.state_dim)
+        self.observation_space = spaces.Box(0.0, 1.0, (dim,), dtype=np.float32)
+
+    def observation(self, observation: Any) -> np.ndarray:
+        return self.env.unwrapped.true_state()
