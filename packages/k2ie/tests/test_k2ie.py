@@ -289,3 +289,72 @@ def test_blas_thread_limit_is_scoped_and_changes_no_result():
     assert [p["num_threads"] for p in blas_pools()] == before  # restored
     np.testing.assert_allclose(w1, ref, rtol=1e-10, atol=1e-12)
     assert np.abs(K2IE(a=5.5, b=0.7, n_features=200).fit(x, W1).w_ - ref).max() > 1e-6  # negative control
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_fast_fie_holdout_path_equals_refitting_every_split(d):
+    """FIE's shared path (one Cholesky and one ψ(x) per grid point for all splits) gives the refit scores."""
+    if d == 1:
+        lam = intensity_1d(2)
+        win, x = lam.window, simulate(lam, lam.window, seed=1)
+    else:
+        win = fragmented_window(0.5, seed=3)
+        x = simulate(intensity_2d(), win, seed=1)
+    grid = {"a": [0.3, 5.0, 80.0], "b": [0.05, 0.4, 3.0]}
+    kw = dict(grid=grid, p=0.6, n_splits=2, seed=2)
+    fast = select(FlaxmanRKHS(n_features=80, seed=1), x, win, fast=True, **kw)
+    slow = select(FlaxmanRKHS(n_features=80, seed=1), x, win, fast=False, **kw)
+    sf = np.array([t["score"] for t in fast.selection.trials])
+    ss = np.array([t["score"] for t in slow.selection.trials])
+    # same equations; L-BFGS stops on a flat objective (narrow kernels, few features), so rounding-level
+    # differences in ψ can move
+    # its stopping point slightly: most scores agree to 1e-5, all to 1e-3
+    rel = np.abs(sf - ss) / np.abs(ss)
+    assert np.median(rel) < 1e-5 and rel.max() < 1e-3
+    assert fast.params == slow.params
+    other = select(FlaxmanRKHS(n_features=80, seed=1), x, win, fast=True, **{**kw, "seed": 7})
+    orel = np.abs(np.array([t["score"] for t in other.selection.trials]) - ss) / np.abs(ss)
+    assert np.median(orel) > 1e-3  # negative control: other splits give other scores
+
+
+def test_gram_of_equal_cells_grouped_equals_sum_over_boxes():
+    """Φ_T groups boxes of equal side lengths into one matrix product; it equals Σ_box Φ_box."""
+    win = fragmented_window(0.5, seed=4)
+    assert len(win.boxes) > 3
+    f = RandomFourierFeatures(kernel="laplace", b=np.array([0.7, 1.9]), d=2, n_features=60, seed=2)
+    total = sum(f.gram_integral(Window([b])) for b in win.boxes)
+    np.testing.assert_allclose(f.gram_integral(win), total, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(f.integral(win), sum(f.integral(Window([b])) for b in win.boxes), atol=1e-13)
+    assert np.abs(f.gram_integral(Window(win.boxes[1:])) - total).max() > 1e-4  # one box fewer differs
+
+
+def test_selection_extends_a_knob_chosen_at_the_grid_edge():
+    lam = intensity_1d(1)
+    x = simulate(lam, lam.window, seed=0)
+    grid = {"b": [0.01, 0.02]}  # too smooth: the hold-out wants a larger b (a narrower kernel)
+    plain = select(KIE(per_unit=4.0), x, lam.window, grid=grid, n_splits=2, seed=0)
+    ext = select(KIE(per_unit=4.0), x, lam.window, grid=grid, n_splits=2, seed=0, extend=2)
+    assert plain.params["b"] == 0.02 and plain.selection.at_edge  # negative control: stuck at the edge
+    assert len(ext.selection.trials) > 2 and ext.params["b"] > 0.02
+    assert ext.score >= plain.score
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_fast_kie_holdout_path_equals_refitting_every_split(d):
+    """KIE's shared path (kernel values at the data and the nodes once per bandwidth) gives the refit scores."""
+    if d == 1:
+        lam = intensity_1d(3)
+        win, x = lam.window, simulate(lam, lam.window, seed=1)
+    else:
+        win = fragmented_window(0.5, seed=3)
+        x = simulate(intensity_2d(), win, seed=1)
+    grid = {"b": [0.05, 0.3, 1.0, 3.0]}
+    kw = dict(grid=grid, p=0.6, n_splits=3, seed=2)
+    fast = select(KIE(per_unit=2.0), x, win, fast=True, **kw)
+    slow = select(KIE(per_unit=2.0), x, win, fast=False, **kw)
+    sf = np.array([t["score"] for t in fast.selection.trials])
+    ss = np.array([t["score"] for t in slow.selection.trials])
+    np.testing.assert_allclose(sf, ss, rtol=1e-10)
+    assert fast.params == slow.params
+    other = select(KIE(per_unit=2.0), x, win, fast=True, **{**kw, "p": 0.5})
+    assert np.abs(np.array([t["score"] for t in other.selection.trials]) - ss).max() > 1e-3  # negative control

@@ -110,17 +110,22 @@ def box_fourier(v: np.ndarray, window: Window) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _pair_fourier(u: np.ndarray, window: Window, sign: float) -> np.ndarray:
-    """``∫_T exp(i (u_j + sign·u_k)·t) dt`` for all pairs: ``(M2, M2)`` complex; the phase factorises into an
-    outer product, the sinc amplitude is taken one dimension at a time."""
+    """``∫_T exp(i (u_j + sign·u_k)·t) dt`` for all pairs: ``(M2, M2)`` complex.
+
+    Per box the integral is ``amp(length) · z_j · z_k^{±}`` with ``z = exp(i u·centre)``: the sinc amplitude depends
+    only on the box's side lengths and the phase factorises. Boxes with the same side lengths (the cells of a
+    fragmented window) share one amplitude, and their phases sum as one matrix product ``Z Z^{±ᵀ}``
+    (``Z (M2, n_boxes)``), so a window of many equal cells costs about as much as one box."""
     total = np.zeros((len(u), len(u)), dtype=np.complex128)
-    for box in window.boxes:
-        length = box[:, 1] - box[:, 0]
-        centre = 0.5 * (box[:, 1] + box[:, 0])
+    lengths = window.boxes[:, :, 1] - window.boxes[:, :, 0]  # (n_box, d)
+    centres = 0.5 * (window.boxes[:, :, 1] + window.boxes[:, :, 0])  # (n_box, d)
+    groups, inverse = np.unique(lengths, axis=0, return_inverse=True)
+    for g, length in enumerate(groups):
         amp = np.full((len(u), len(u)), float(np.prod(length)))
         for i in range(u.shape[1]):
             amp *= sinc((u[:, i, None] + sign * u[None, :, i]) * (0.5 * length[i]))
-        z = np.exp(1j * (u @ centre))
-        total += amp * np.outer(z, z if sign > 0 else z.conj())
+        z = np.exp(1j * (u @ centres[np.ravel(inverse) == g].T))  # (M2, n_boxes in the group)
+        total += amp * (z @ (z if sign > 0 else z.conj()).T)
     return total
 
 
