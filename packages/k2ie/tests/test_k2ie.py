@@ -358,3 +358,26 @@ def test_fast_kie_holdout_path_equals_refitting_every_split(d):
     assert fast.params == slow.params
     other = select(KIE(per_unit=2.0), x, win, fast=True, **{**kw, "p": 0.5})
     assert np.abs(np.array([t["score"] for t in other.selection.trials]) - ss).max() > 1e-3  # negative control
+
+
+def test_trials_on_two_workers_equal_one_worker(tmp_path):
+    """Forked workers change nothing but the wall time: every trial seeds itself, so a trial's numbers do not depend
+    on the worker or on the other trials (negative control: seed 0's trial differs from seed 1's)."""
+    from dataclasses import replace
+
+    from k2ie import reproduce as rep
+    from k2ie.config import BUDGETS
+    from k2ie.errors import K2ieError
+
+    def ise(workers, seeds):
+        cfg = replace(BUDGETS.smoke, workers=workers)
+        rep._STORE.clear()
+        rep.accuracy_1d(cfg, seeds, tmp_path)
+        return [(t["label"], m, t[m]["ise"], t[m]["params"]) for t in rep._STORE.pop("trials") for m in rep.METHODS]
+
+    one = ise(1, [0, 1])
+    assert ise(2, [0, 1]) == one
+    alone = ise(1, [1])
+    assert alone == one[3:] and alone != one[:3]
+    with pytest.raises(K2ieError, match="workers"):
+        replace(BUDGETS.smoke, workers=0)

@@ -97,6 +97,35 @@ def _trial(truth: Intensity, window: Window, scale: float, seed: int, cfg: Confi
     return out
 
 
+def _trial_1d(item: tuple[str, int, Config]) -> dict:
+    """One 1-D trial ``(data key, seed, cfg)``, built from picklable arguments (a worker job)."""
+    key, s, cfg = item
+    kind, scale = DATA_1D[key]
+    truth = intensity_1d(kind, scale=scale)
+    length = float(truth.window.boxes[0, 0, 1] - truth.window.boxes[0, 0, 0])
+    t = _trial(truth, truth.window, length, s, cfg, quad_per_unit=200.0 / length, kie_per_unit=200.0 / length,
+               edge_width=cfg.edge_fraction * length, release_fie=cfg.release_fie and key == cfg.datasets_1d[0])
+    t["label"] = truth.name
+    return t
+
+
+def _trial_2d(item: tuple[float, int, Config]) -> dict:
+    """One 2-D trial ``(p_cell, seed, cfg)`` on its fragmented window (a worker job)."""
+    pc, s, cfg = item
+    t = _trial(intensity_2d(), fragmented_window(pc, seed=10_000 + s), 5.0, s, cfg, quad_per_unit=cfg.quad_per_unit,
+               kie_per_unit=4.0, edge_width=2.5 * cfg.edge_fraction)
+    t["label"] = f"2-D, p_cell={pc:g}"
+    return t
+
+
+def _run_trials(fn, items: list[tuple], cfg: Config, cost: list[float]) -> list[dict]:
+    """``fn`` over ``items`` on ``cfg.workers`` forked workers (largest ``cost`` first), results in item order."""
+    from icml25.parallel import fork_map
+
+    order = sorted(range(len(items)), key=lambda i: -cost[i])
+    return fork_map(fn, items, cfg.workers, order=order, preload=("k2ie.estimators", "scipy.optimize"))
+
+
 def _claims(sec: Section, label: str, trials: list[dict]) -> None:
     edge = {m: [t[m]["edge_ise"] for t in trials] for m in METHODS}
     for metric, key in (("ISE", "ise"), ("IAE", "iae")):  # the paper reports both
@@ -233,16 +262,14 @@ def accuracy_1d(cfg: Config, seeds: list[int], out: Path) -> Section:
     """Table 1's setting: the 1-D truths on one interval, edge band = first and last 10% of the interval."""
     sec = Section("accuracy_1d")
     rows, sel_rows, examples, release = [], [], [], []
+    seeds_of = {key: seeds[: cfg.seeds_large] if key == "l3x10" else seeds for key in cfg.datasets_1d}
+    items = [(key, s, cfg) for key in cfg.datasets_1d for s in seeds_of[key]]
+    done = iter(_run_trials(_trial_1d, items, cfg, cost=[DATA_1D[k][1] * (1 + DATA_1D[k][0]) for k, _, _ in items]))
     for key in cfg.datasets_1d:
         kind, scale = DATA_1D[key]
         truth = intensity_1d(kind, scale=scale)
-        length = float(truth.window.boxes[0, 0, 1] - truth.window.boxes[0, 0, 0])
-        run_seeds = seeds[: cfg.seeds_large] if key == "l3x10" else seeds
-        trials = [_trial(truth, truth.window, length, s, cfg, quad_per_unit=200.0 / length,
-                         kie_per_unit=200.0 / length, edge_width=cfg.edge_fraction * length,
-                         release_fie=cfg.release_fie and key == cfg.datasets_1d[0]) for s in run_seeds]
-        for t in trials:
-            t["label"] = truth.name
+        run_seeds = seeds_of[key]
+        trials = [next(done) for _ in run_seeds]
         _claims(sec, truth.name, trials)
         rows += _rows(truth.name, trials)
         sel_rows += _selection_rows(truth.name, trials, run_seeds)
@@ -269,19 +296,14 @@ def accuracy_2d(cfg: Config, seeds: list[int], out: Path) -> Section:
     sec = Section("accuracy_2d")
     truth = intensity_2d()
     rows, sel_rows = [], []
+    items = [(pc, s, cfg) for pc in cfg.p_cells for s in seeds]
+    done = iter(_run_trials(_trial_2d, items, cfg, cost=[pc for pc, _, _ in items]))
     for pc in cfg.p_cells:
-        trials = []
-        for s in seeds:
-            win = fragmented_window(pc, seed=10_000 + s)
-            t = _trial(truth, win, 5.0, s, cfg, quad_per_unit=cfg.quad_per_unit, kie_per_unit=4.0,
-                       edge_width=2.5 * cfg.edge_fraction)
-            if pc == cfg.p_cells[0] and s == seeds[0]:
-                _plot_2d(out / "fits_2d.png", truth, win, t)
-                sec.figures.append("fits_2d.png")
-            trials.append(t)
+        trials = [next(done) for _ in seeds]
+        if pc == cfg.p_cells[0]:
+            _plot_2d(out / "fits_2d.png", truth, fragmented_window(pc, seed=10_000 + seeds[0]), trials[0])
+            sec.figures.append("fits_2d.png")
         label = f"2-D, p_cell={pc:g}"
-        for t in trials:
-            t["label"] = label
         _claims(sec, label, trials)
         rows += _rows(label, trials)
         sel_rows += _selection_rows(label, trials, seeds)
