@@ -212,3 +212,17 @@ def test_rundir_carry_rules(tmp_path):
     assert rd.carry(["scale"]) == ["scale"] and (rd.path / "scale" / "results.json").read_text() == '{"m": 1}'
     rd.commit()
     assert (target / "scale" / "results.json").exists() and not (target / "notes").exists()
+
+
+def test_rundir_carry_all_finished_subruns_by_default(tmp_path):
+    target = tmp_path / "full"
+    for name, done in (("sub", True), ("ablation", True), ("partial", False)):
+        (target / name).mkdir(parents=True)
+        if done:
+            (target / name / "results.json").write_text("{}")
+    (target / "figure.png").write_text("old")
+    rd = RunDir(target, overwrite=True, staged=True)
+    assert rd.carry() == ["ablation", "sub"]  # finished sub-runs only, not the unfinished one nor plain files
+    assert rd.carry([]) == []  # explicit empty list: nothing (negative control)
+    rd.commit()
+    assert sorted(p.name for p in target.iterdir()) == ["ablation", "sub"]

@@ -169,13 +169,14 @@ def check_out(cfg: Any) -> None:
 
 
 def run_reproduce(method: Any, *, quick: bool, smoke: bool, out: Path, seed: int, overwrite: bool = False,
-                  quiet: bool = False, device: str = "cpu", keep: tuple[str, ...] = ()) -> Any:
+                  quiet: bool = False, device: str = "cpu", keep: tuple[str, ...] | None = None) -> Any:
     """Run ``method.reproduce`` into a fresh run directory and write config, env, results.md and results.json.
 
     The run is staged in a hidden sibling of ``out`` and moved into place when it finishes, so ``--overwrite``
     replaces an old run whole and an interrupted run leaves the old one intact. ``keep``: names of sub-runs committed
-    inside ``out`` by separate commands (``out/NAME/results.json``); they are carried into the new run unchanged
-    (:meth:`RunDir.carry`) and a note in the results says so.
+    inside ``out`` by separate commands (``out/NAME/results.json``, e.g. ``reproduce --task NAME --out out/NAME``);
+    they are carried into the new run unchanged (:meth:`RunDir.carry`) and a note in the results says so. ``None``
+    (default): every finished sub-run found there; ``()``: none.
     """
     from icml25.rundir import RunDir
 

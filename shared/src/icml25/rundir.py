@@ -141,13 +141,16 @@ class RunDir:
         self.path = self.target
         return self.target
 
-    def carry(self, names: tuple[str, ...] | list[str]) -> list[str]:
+    def carry(self, names: tuple[str, ...] | list[str] | None = None) -> list[str]:
         """Staged runs: copy each finished sub-run ``target/NAME`` (a folder with a ``results.json``, e.g. a separate
         ``reproduce --task scale`` committed inside the main run) into the new run, so that replacing the main run
-        keeps it. Returns the names carried; nothing is copied for an unstaged run (it writes in place), for a sub-run
-        without ``results.json`` (unfinished), or where the new run already wrote its own ``NAME``."""
+        keeps it. ``names=None``: every such folder. Returns the names carried; nothing is copied for an unstaged run
+        (it writes in place), for a sub-run without ``results.json`` (unfinished), or where the new run already wrote
+        its own ``NAME``."""
         if not self._staged or self.path == self.target or not self.target.is_dir():
             return []
+        if names is None:
+            names = sorted(p.name for p in self.target.iterdir() if p.is_dir() and not p.name.startswith("."))
         carried = []
         for name in names:
             src, dst = self.target / name, self.path / name
