@@ -175,6 +175,27 @@ def test_retention_at_matched_accuracy_interpolates_along_the_lr_curve():
     assert retention_at(runs, 0.2) != pytest.approx(1.0 + (0.2 / 0.3) * (0.5 - 1.0))
 
 
+def test_matched_retention_is_read_per_seed_at_the_level_every_method_reaches():
+    from lift.reproduce import matched_retention
+
+    def pt(lr, t, r):
+        return {"lr": lr, "target": t, "retention_token": r}
+
+    curves = {  # seed 0: a reaches 0.8, b only 0.4 -> level 0.4; seed 1: both reach 0.6 -> level 0.6
+        "a": [[pt(1, 0.0, 1.0), pt(3, 0.8, 0.2)], [pt(1, 0.6, 0.6), pt(3, 0.9, 0.1)]],
+        "b": [[pt(1, 0.2, 0.9), pt(3, 0.4, 0.5)], [pt(1, 0.3, 0.8), pt(3, 0.6, 0.4)]],
+    }
+    levels, per = matched_retention(curves)
+    assert levels == pytest.approx([0.4, 0.6])
+    assert per["a"] == pytest.approx([0.6, 0.6])  # seed 0: halfway (0.0,1.0)-(0.8,0.2); seed 1: first point
+    assert per["b"] == pytest.approx([0.5, 0.4])  # the top of b's curve on both seeds
+    # negative control: one level for all seeds (seed 0's 0.4) would read b on seed 1 at 0.667, not at 0.4
+    from lift.reproduce import retention_at
+
+    assert retention_at(curves["b"][1], 0.4) == pytest.approx(0.8 + (0.1 / 0.3) * (0.4 - 0.8))
+    assert per["b"][1] != pytest.approx(retention_at(curves["b"][1], 0.4))
+
+
 def test_teacher_forced_exact_match_equals_greedy_generation_exact_match(tok):
     from icml25.testbeds.lm import exact_match
     from lift.finetune import answer_scores

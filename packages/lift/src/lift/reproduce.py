@@ -327,6 +327,17 @@ def retention_at(runs: list[dict[str, Any]], level: float, *, key: str = "retent
     return None
 
 
+def matched_retention(curves: dict[str, list[list[dict[str, Any]]]], *, key: str = "retention_token"
+                      ) -> tuple[list[float], dict[str, list[float | None]]]:
+    """Per-seed retention at matched target accuracy: ``curves[method][seed]`` is that seed's lr curve (runs with
+    ``lr``, ``target`` and ``key``). On each seed the level is the highest target accuracy *every* method reaches
+    on its curve; each method's retention is :func:`retention_at` that level. Returns ``(levels, {method:
+    [retention per seed]})``."""
+    n = len(next(iter(curves.values())))
+    levels = [min(max(p["target"] for p in curves[m][i]) for m in curves) for i in range(n)]
+    return levels, {m: [retention_at(curves[m][i], levels[i], key=key) for i in range(n)] for m in curves}
+
+
 def _tradeoff_plot(grid: dict[str, list[dict[str, Any]]], level: float | None, path: Path) -> None:
     """Target accuracy vs graded source retention over each method's lr grid (first seed): forgetting trade-off."""
     from icml25.plots import save_figure
@@ -441,8 +452,7 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
         pcurves = res.get("curves", {})
         if "lift" in pcurves and all(len(c_) == len(seeds) for c_ in pcurves.values()):
             # per seed: the highest target accuracy every curve method reaches on that seed's lr curve
-            levels = [min(max(p["target"] for p in pcurves[m][i]) for m in pcurves) for i in range(len(seeds))]
-            per = {m: [retention_at(pcurves[m][i], levels[i]) for i in range(len(seeds))] for m in pcurves}
+            levels, per = matched_retention(pcurves)
             sec.table("retention at matched target accuracy, per seed (lr curve = chosen lr x {"
                       + ", ".join(f"{f:.3g}" for f in cfg.curve_lrs) + "} at the chosen second knob)",
                       ["seed", "matched target acc"] + [f"{m} retention (tokens)" for m in pcurves],
