@@ -186,7 +186,7 @@ BUDGETS = Budgets(
                   timesteps=20, ddim_steps=3, pretrain_steps=5, post_epochs=1, post_steps=3, infft_iters=1,
                   adjoint_iters=3, speed_trajectories=2, seeds=1, alpha=0.9, guidance_grid=(500.0,),
                   state_guidance_grid=(1.0,), mu_grid=(100.0,), adjoint_mus=(0.0, 100.0), few_seeds=1),
-    quick=replace(cpu(), n_train=1000, n_cal=100, n_holdout=50, n_test=30, n_val=16, pretrain_steps=200,
-                  post_steps=20, adjoint_iters=15, speed_trajectories=16, seeds=3, few_seeds=1, mask_row=False),
+    quick=replace(cpu(), n_train=1000, n_cal=100, n_holdout=50, n_test=24, n_val=12, pretrain_steps=160,
+                  post_steps=20, adjoint_iters=12, speed_trajectories=16, seeds=3, few_seeds=1, mask_row=False),
     full=replace(cpu(), seeds=6),
 )
