@@ -18,7 +18,7 @@ class Config:
     """Seeds: model init and batch order (and the point sets' data); verdicts are paired over them."""
     workers: int = 2
     """Training processes in parallel (one torch thread each)."""
-    lr_grid: tuple[float, ...] = (1e-3, 3e-3, 1e-2)
+    lr_grid: tuple[float, ...] = (1e-3, 3e-3, 1e-2, 3e-2)
     """The learning-rate grid every model is tuned on (extended by one step when the choice is at an edge)."""
     pts_train: int = 500
     """2D point sets: training sets per seed."""
@@ -51,7 +51,7 @@ class Config:
     """Generated validation images (tuning, first seed)."""
     img_test: int = 1000
     """Generated test images per seed."""
-    img_epochs: int = 9
+    img_epochs: int = 11
     """ViT epochs."""
     img_batch: int = 128
     """ViT batch size."""
@@ -81,8 +81,8 @@ BUDGETS = Budgets(
     smoke=Config(seeds=1, workers=1, pts_train=64, pts_val=32, pts_test=64, pts_epochs=1, pts_dim=16, pts_depth=1,
                  img_train=64, img_val=32, img_test=32, img_epochs=1, img_batch=32, vit_dim=16, vit_depth=1,
                  time_dims=(16, 32), time_tokens=16, time_batch=2, time_repeats=2),
-    quick=Config(seeds=3, pts_train=160, pts_val=100, pts_test=160, pts_epochs=4, img_train=400, img_val=200,
-                 img_test=200, img_epochs=3, img_batch=64, vit_dim=16, vit_depth=1, time_dims=(32, 64), time_tokens=64,
-                 time_repeats=5),
+    quick=Config(seeds=3, lr_grid=(1e-3, 3e-3, 1e-2), pts_train=160, pts_val=100, pts_test=160, pts_epochs=4,
+                 img_train=400, img_val=200, img_test=200, img_epochs=3, img_batch=64, vit_dim=16, vit_depth=1,
+                 time_dims=(32, 64), time_tokens=64, time_repeats=5),
     full=Config(),
 )
