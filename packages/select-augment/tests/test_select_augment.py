@@ -556,3 +556,20 @@ def test_every_method_tunes_lr_on_the_same_grid_and_infobatch_is_cost_calibrated
     assert [r[3] for r in table[1]] == [3, 3, 3, 4]  # grid points tried (+1 extension for ours)
     claims = {c.claim: c for c in sec.claims}
     assert any("InfoBatch" in k for k in claims) and all(c.seeds == 3 for c in claims.values())
+
+
+def test_infobatch_default_ratio_row_prunes_less_than_the_cost_matched_one():
+    """The reference row runs InfoBatch at its official ratio 0.5: it keeps more of the well-learned samples than the
+    cost-matched ratio 0.9 (higher measured cost), and both stay below full data (negative control: full = 1)."""
+    from dataclasses import replace
+
+    from select_augment import reproduce as R
+    from select_augment.config import BUDGETS
+
+    cfg = replace(BUDGETS.smoke, learn=replace(BUDGETS.smoke.learn, epochs=4), tune=False)
+    R._CACHE.clear()
+    default = R.run_method(R.INFOBATCH_DEFAULT, cfg, "clean", 0, {})
+    matched = R.run_method("infobatch", cfg, "clean", 0, {"prune_ratio": 0.9})
+    full = R.run_method("full", cfg, "clean", 0, {})
+    assert matched["cost"] < default["cost"] < full["cost"] == pytest.approx(1.0)
+    assert R.INFOBATCH_DEFAULT in BUDGETS.full.methods_clean and R.INFOBATCH_DEFAULT in BUDGETS.full.methods_noisy

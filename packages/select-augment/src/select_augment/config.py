@@ -136,7 +136,7 @@ class Config:
     tune: bool = True
     """Tune every method's peak learning rate on the validation split (seed 0's data), the same grid for all."""
     lr_grid: tuple[float, ...] = (0.05, 0.1, 0.2)
-    """The learning-rate grid every method chooses from (one more step beyond an edge choice)."""
+    """The learning-rate grid every method chooses from (up to two more steps beyond an edge choice)."""
     infobatch_prune_grid: tuple[float, ...] = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
     """InfoBatch's prune ratios tried, from the most pruning down, until its measured cost reaches target_cost."""
     digits: bool = True
@@ -144,13 +144,13 @@ class Config:
     digits_exclude_ops: tuple[str, ...] = ("Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY")
     """Strong-policy operations removed on the 8x8 digits (rotation turns 6 into 9; a translation by up to 32
     pixels, TrivialAugmentWide's range, empties an 8x8 image)."""
-    methods_clean: tuple[str, ...] = ("full", "full+TA", "random", "egreedy", "ucb", "infobatch", "ours",
-                                      "ours w/o aug", "ours w/o gate", "ours uniform aug")
+    methods_clean: tuple[str, ...] = ("full", "full+TA", "random", "egreedy", "ucb", "infobatch", "infobatch r=0.5",
+                                      "ours", "ours w/o aug", "ours w/o gate", "ours uniform aug")
     """Methods run on the clean regime."""
-    methods_noisy: tuple[str, ...] = ("full", "random", "infobatch", "ours", "ours w/o gate")
+    methods_noisy: tuple[str, ...] = ("full", "random", "infobatch", "infobatch r=0.5", "ours", "ours w/o gate")
     """Methods run on the noisy regime."""
-    methods_digits: tuple[str, ...] = ("full", "full+TA", "random", "egreedy", "ucb", "infobatch", "ours",
-                                       "ours w/o aug", "ours w/o gate", "ours uniform aug")
+    methods_digits: tuple[str, ...] = ("full", "full+TA", "random", "egreedy", "ucb", "infobatch",
+                                       "infobatch r=0.5", "ours", "ours w/o aug", "ours w/o gate", "ours uniform aug")
     """Methods run on the digits."""
     score: ScoreConfig = field(default_factory=ScoreConfig)
     select: SelectConfig = field(default_factory=SelectConfig)
