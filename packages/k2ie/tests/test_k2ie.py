@@ -254,21 +254,30 @@ def test_select_prefers_the_validation_best_and_reports_trials():
     assert lscv.params["b"] == 0.06
 
 
+def _holdout_data(d, kind=2):
+    """``(window, points)``: the 1-D truth λ^kind on its interval, or the 2-D truth on a fragmented window."""
+    if d == 1:
+        lam = intensity_1d(kind)
+        return lam.window, simulate(lam, lam.window, seed=1)
+    win = fragmented_window(0.5, seed=3)
+    return win, simulate(intensity_2d(), win, seed=1)
+
+
+def _holdout_case(d, template, n_splits):
+    """Data, selection kwargs and the fast / refit-per-split hold-out selections of ``template`` (1-D or 2-D)."""
+    win, x = _holdout_data(d)
+    kw = dict(grid={"a": [0.3, 5.0, 80.0], "b": [0.05, 0.4, 3.0]}, p=0.6, n_splits=n_splits, seed=2)
+    fast = select(template, x, win, fast=True, **kw)
+    slow = select(template, x, win, fast=False, **kw)
+    sf = np.array([t["score"] for t in fast.selection.trials])
+    ss = np.array([t["score"] for t in slow.selection.trials])
+    return x, win, kw, fast, slow, sf, ss
+
+
 @pytest.mark.parametrize("d", [1, 2])
 def test_fast_k2ie_holdout_path_equals_refitting_every_split(d):
     """The speed path (one Cholesky per grid point for all splits, cached frequencies and φ(x)) changes no score."""
-    if d == 1:
-        lam = intensity_1d(2)
-        win, x = lam.window, simulate(lam, lam.window, seed=1)
-    else:
-        win = fragmented_window(0.5, seed=3)
-        x = simulate(intensity_2d(), win, seed=1)
-    grid = {"a": [0.3, 5.0, 80.0], "b": [0.05, 0.4, 3.0]}
-    kw = dict(grid=grid, p=0.6, n_splits=3, seed=2)
-    fast = select(K2IE(n_features=120, seed=1), x, win, fast=True, **kw)
-    slow = select(K2IE(n_features=120, seed=1), x, win, fast=False, **kw)
-    sf = np.array([t["score"] for t in fast.selection.trials])
-    ss = np.array([t["score"] for t in slow.selection.trials])
+    x, win, kw, fast, slow, sf, ss = _holdout_case(d, K2IE(n_features=120, seed=1), n_splits=3)
     np.testing.assert_allclose(sf, ss, rtol=1e-9, atol=1e-9 * np.abs(ss).max())
     assert fast.params == slow.params
     np.testing.assert_array_equal(fast.estimator.w_, slow.estimator.w_)  # the final refit is the same code
@@ -294,18 +303,7 @@ def test_blas_thread_limit_is_scoped_and_changes_no_result():
 @pytest.mark.parametrize("d", [1, 2])
 def test_fast_fie_holdout_path_equals_refitting_every_split(d):
     """FIE's shared path (one Cholesky and one ψ(x) per grid point for all splits) gives the refit scores."""
-    if d == 1:
-        lam = intensity_1d(2)
-        win, x = lam.window, simulate(lam, lam.window, seed=1)
-    else:
-        win = fragmented_window(0.5, seed=3)
-        x = simulate(intensity_2d(), win, seed=1)
-    grid = {"a": [0.3, 5.0, 80.0], "b": [0.05, 0.4, 3.0]}
-    kw = dict(grid=grid, p=0.6, n_splits=2, seed=2)
-    fast = select(FlaxmanRKHS(n_features=80, seed=1), x, win, fast=True, **kw)
-    slow = select(FlaxmanRKHS(n_features=80, seed=1), x, win, fast=False, **kw)
-    sf = np.array([t["score"] for t in fast.selection.trials])
-    ss = np.array([t["score"] for t in slow.selection.trials])
+    x, win, kw, fast, slow, sf, ss = _holdout_case(d, FlaxmanRKHS(n_features=80, seed=1), n_splits=2)
     # same equations; L-BFGS stops on a flat objective (narrow kernels, few features), so rounding-level
     # differences in ψ can move
     # its stopping point slightly: most scores agree to 1e-5, all to 1e-3
@@ -342,12 +340,7 @@ def test_selection_extends_a_knob_chosen_at_the_grid_edge():
 @pytest.mark.parametrize("d", [1, 2])
 def test_fast_kie_holdout_path_equals_refitting_every_split(d):
     """KIE's shared path (kernel values at the data and the nodes once per bandwidth) gives the refit scores."""
-    if d == 1:
-        lam = intensity_1d(3)
-        win, x = lam.window, simulate(lam, lam.window, seed=1)
-    else:
-        win = fragmented_window(0.5, seed=3)
-        x = simulate(intensity_2d(), win, seed=1)
+    win, x = _holdout_data(d, kind=3)
     grid = {"b": [0.05, 0.3, 1.0, 3.0]}
     kw = dict(grid=grid, p=0.6, n_splits=3, seed=2)
     fast = select(KIE(per_unit=2.0), x, win, fast=True, **kw)
