@@ -86,7 +86,7 @@ def test_timing_samples_are_per_repeat():
 
 def test_parallel_tuner_chooses_exactly_like_the_shared_tuner():
     from icml25.tuning import tune_alike
-    from string_pe.reproduce import _Tuner
+    from string_pe.reproduce import EXTEND, _Tuner
 
     def score(job):  # validation score peaks beyond the top of the grid for "b": the grid gets extended
         target = {"a": 3e-3, "b": 2.5 * max(LR_GRID)}[job["name"]]
@@ -97,8 +97,9 @@ def test_parallel_tuner_chooses_exactly_like_the_shared_tuner():
     t.add("b", {"name": "b"})
     sel = t.run()
     ref = tune_alike({n: (lambda p, n=n: score({"name": n, "lr": p["lr"]})["acc"], {"lr": list(LR_GRID)})
-                      for n in ("a", "b")}, extend=1)
+                      for n in ("a", "b")}, extend=EXTEND)
     for n in ("a", "b"):
         assert sel[n].params == ref[n].params and sel[n].at_edge == ref[n].at_edge
         assert len(sel[n].trials) == len(ref[n].trials)
-    assert sel["a"].params["lr"] == 3e-3 and sel["b"].params["lr"] > max(LR_GRID)  # extended once
+    assert sel["a"].params["lr"] == 3e-3 and sel["b"].params["lr"] > max(LR_GRID)  # extended
+    assert len(sel["b"].trials) == len(LR_GRID) + 2 and not sel["b"].at_edge  # the second step confirms the peak

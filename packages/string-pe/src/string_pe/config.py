@@ -19,7 +19,7 @@ class Config:
     workers: int = 2
     """Training processes in parallel (one torch thread each)."""
     lr_grid: tuple[float, ...] = (1e-3, 3e-3, 1e-2, 3e-2)
-    """The learning-rate grid every model is tuned on (extended by one step when the choice is at an edge)."""
+    """The learning-rate grid every model is tuned on (extended by up to two steps when the choice is at an edge)."""
     pts_train: int = 500
     """2D point sets: training sets per seed."""
     pts_val: int = 300

@@ -50,7 +50,10 @@ STRINGS = ("cayley", "circulant")
 ABSOLUTE = ("ape", "ape-fourier")
 ROPES = ("rope-axial", "rope-mixed")
 LR_GRID = Config().lr_grid
-"""The learning-rate grid every model is tuned on (same size and budget for all; extended by one step at an edge)."""
+"""The learning-rate grid every model is tuned on (same size and budget for all; extended at an edge, see EXTEND)."""
+EXTEND = 2
+"""Steps a choice at the grid's edge may be extended by, for every competitor alike (the first in parallel, the second
+only where the first extension is again the best)."""
 
 EXTENT = 8.0
 SHIFT = 5 * EXTENT  # +40 per axis: five box widths
@@ -211,7 +214,7 @@ class _Tuner:
                 return self.cache[(n, p["lr"])]
             return f
 
-        return tune_alike({n: (ev(n), {"lr": list(self.grid)}) for n in self.specs}, extend=1)
+        return tune_alike({n: (ev(n), {"lr": list(self.grid)}) for n in self.specs}, extend=EXTEND)
 
 
 def _pair_note(sel: dict, a: str, b: str) -> str:
@@ -617,7 +620,7 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
                              title="Learning the RoPEs: Better 2D and 3D Position Encodings with STRING")
     cfg = BUDGETS.pick(quick=quick, smoke=smoke)
     report.notes += [
-        f"Tuning: every model gets the lr grid {list(cfg.lr_grid)} (extended by one step if the choice is at an "
+        f"Tuning: every model gets the lr grid {list(cfg.lr_grid)} (extended by up to {EXTEND} steps if the choice is at an "
         "edge), trained on the training split with the first seed and scored on a validation split; the chosen lr "
         "is then trained on every seed and scored on the test split. Same epochs, batch size and weight decay for "
         "every model of a comparison.",
