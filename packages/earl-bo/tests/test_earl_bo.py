@@ -405,3 +405,79 @@ def test_cached_initial_values_are_used_and_change_nothing_when_right():
     # negative control: a wrong cached value is what the run sees (so the cache is really used)
     wrong = [(x, y + 100.0) for x, y in cache]
     assert _job(("ackley-2", "sobol", 3, 4, 2, {}, 0.2, wrong))["regret"][0] < plain["regret"][0] - 50
+
+
+def test_shift_up_to_0_4_keeps_the_optimum_inside_and_moves_it_off_centre():
+    from earl_bo.objectives import make_objective
+
+    for s in range(20):
+        a = make_objective("ackley", 5, shift=0.4, seed=s)
+        lv = make_objective("levy", 5, shift=0.4, seed=s)
+        assert ((a.bounds[0] < 0) & (a.bounds[1] > 0)).all() and ((lv.bounds[0] < 1) & (lv.bounds[1] > 1)).all()
+        assert abs(a.f(np.zeros(5)) - a.optimum) < 1e-9
+    centre = make_objective("ackley", 5, shift=0.4, seed=0).bounds.mean(0)
+    assert np.abs(centre).max() > 1.0  # the box centre is no longer the optimum
+    with pytest.raises(EarlBoError, match="shift"):
+        make_objective("ackley", 5, shift=0.45)
+
+
+def test_centre_baseline_queries_the_centre_then_the_incumbents_neighbourhood():
+    from earl_bo.bo import optimize
+    from earl_bo.objectives import make_objective
+
+    plain = make_objective("ackley", 3)
+    r = optimize(plain.f, plain.bounds, n_init=4, budget=3, method="centre", seed=0, options={"sigma": 0.05})
+    assert np.allclose(r.X[4], plain.bounds.mean(0)) and plain.optimum - r.best[1] < 1e-9  # centre = Ackley's optimum
+    side = plain.bounds[1] - plain.bounds[0]
+    assert (np.abs(r.X[5:] - r.X[4]) < 0.05 * 6 * side).all()  # steps around the incumbent (the centre)
+    # negative control: on a shifted box the centre is not the optimum
+    sh = make_objective("ackley", 3, shift=0.4, seed=1)
+    rs = optimize(sh.f, sh.bounds, n_init=4, budget=1, method="centre", seed=0)
+    assert sh.optimum - rs.best[-1] > 1.0
+
+
+def test_turbo_baseline_starts_and_restarts_with_its_initial_length():
+    from earl_bo.baselines import Turbo
+
+    t = Turbo(2, seed=0, length_init=0.4)
+    assert t.state.length == 0.4
+    x = torch.rand(6, 2, dtype=torch.float64)
+    y = torch.arange(6, dtype=torch.float64)
+    t.suggest(x, y)
+    t.state.length = 1e-3  # force a restart at the next call
+    t.state.restart = True
+    t.suggest(torch.cat([x, x[:1]]), torch.cat([y, y[:1]]))
+    assert t.state.length == 0.4
+    assert Turbo(2, seed=0).state.length == 0.8  # negative control: botorch's default
+    with pytest.raises(ValueError, match="length_init"):
+        Turbo(2, length_init=0.0)
+
+
+def test_tuning_picks_the_best_validation_score_with_equal_grids(monkeypatch):
+    from dataclasses import replace
+
+    from earl_bo import reproduce as rp
+    from earl_bo.config import BUDGETS, GRIDS
+    from icml25.experiment import Section
+
+    assert len({len(list(__import__("itertools").product(*g.values()))) for g in GRIDS.values()}) == 1  # alike
+    best = {"earl-bo": ("lr", 3e-4), "turbo": ("length_init", 1.6)}
+
+    def fake(jobs, workers):  # final regret 1 at the preferred value, 5 elsewhere; initial regret 10
+        out = []
+        for bench, m, *_rest in jobs:
+            opts = _rest[3]
+            k, v = best[m]
+            out.append({"regret": [10.0, 1.0 if opts[k] == v else 5.0]})
+        return out
+
+    monkeypatch.setattr(rp, "_run_jobs", fake)
+    cfg = replace(BUDGETS.quick, val_functions=("ackley-5",))
+    chosen = rp.tune(cfg, ["earl-bo", "sobol", "turbo"], Section("t"))
+    assert chosen == {"earl-bo": {"lr": 3e-4}, "turbo": {"length_init": 1.6}}  # sobol has no knob
+    # the ablations share EARL-BO's choice; a baseline gets only its knob
+    assert rp._options("earl-bo-h1", cfg, chosen)["lr"] == 3e-4
+    assert rp._options("turbo", cfg, chosen) == {"length_init": 1.6}
+    # negative control: without tuning, each grid's middle
+    untuned = rp.tune(replace(cfg, tune=False), ["earl-bo", "turbo"], Section("t"))
+    assert untuned == {"earl-bo": {"lr": 1e-3}, "turbo": {"length_init": 0.8}}

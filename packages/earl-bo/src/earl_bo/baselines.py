@@ -2,6 +2,9 @@
 (unit cube, maximisation, float64):
 
 * ``sobol``: the next point of a scrambled Sobol sequence (random search);
+* ``centre``: the box centre first, then Gaussian steps (std ``sigma`` per unit-cube side) around the incumbent: a
+  trivial local search that shows how much a method gains from a bias towards the centre of the box (where
+  Ackley's optimum lies when the box is not shifted);
 * ``logei``: analytic LogEI (Ament et al., 2023) maximised by ``botorch.optim.optimize_acqf``;
 * ``turbo``: TuRBO-1 (Eriksson et al., 2019) with botorch's ``MaxPosteriorSampling`` over trust-region candidates;
 * ``msl``: botorch's 2-step ``qMultiStepLookahead`` (Jiang et al., 2020) with EI at both stages (one fantasy
@@ -44,6 +47,24 @@ class Sobol:
         return self.engine.draw(1).to(DTYPE)[0]
 
 
+class Centre:
+    """The box centre, then ``incumbent + N(0, sigma^2 I)`` clipped to the unit cube (no model)."""
+
+    def __init__(self, dim: int, *, seed: int = 0, sigma: float = 0.1) -> None:
+        if not sigma > 0:
+            raise ValueError(f"sigma must be > 0, got {sigma}")
+        self.dim, self.sigma = dim, float(sigma)
+        self.gen = torch.Generator().manual_seed(seed + 15485863)
+        self._first = True
+
+    def suggest(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if self._first:
+            self._first = False
+            return torch.full((self.dim,), 0.5, dtype=DTYPE)
+        step = self.sigma * torch.randn(self.dim, generator=self.gen, dtype=DTYPE)
+        return (x[y.argmax()] + step).clamp(0, 1)
+
+
 class LogEI:
     """Analytic LogEI on the fitted GP, maximised with restarts."""
 
@@ -66,11 +87,14 @@ class LogEI:
 
 
 class Turbo:
-    """TuRBO-1: a trust region around the incumbent, Thompson sampling with ``MaxPosteriorSampling``."""
+    """TuRBO-1: a trust region around the incumbent, Thompson sampling with ``MaxPosteriorSampling``; the region
+    starts (and restarts) with side ``length_init`` (botorch tutorial: 0.8)."""
 
-    def __init__(self, dim: int, *, seed: int = 0, n_candidates: int | None = None) -> None:
-        self.dim = dim
-        self.state = TurboState(dim=dim)
+    def __init__(self, dim: int, *, seed: int = 0, n_candidates: int | None = None, length_init: float = 0.8) -> None:
+        if not 0 < length_init <= TurboState(dim=dim).length_max:
+            raise ValueError(f"length_init must be in (0, 1.6], got {length_init}")
+        self.dim, self.length_init = dim, float(length_init)
+        self.state = TurboState(dim=dim, length=self.length_init)
         self.gen = torch.Generator().manual_seed(seed + 104729)
         self.n_candidates = n_candidates or min(1000, 100 * dim)
         self._seen = 0
@@ -84,7 +108,7 @@ class Turbo:
             for v in y[self._seen:]:
                 self.state.update(float(v))
             if self.state.restart:  # restart the region (the data are kept; TuRBO-1 would also restart the design)
-                self.state = TurboState(dim=self.dim, best_value=float(y.max()))
+                self.state = TurboState(dim=self.dim, length=self.length_init, best_value=float(y.max()))
         self._seen = len(y)
         ys = _std(y)
         model, hyper = fit_gp(x, ys)

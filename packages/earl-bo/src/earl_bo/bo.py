@@ -19,8 +19,9 @@ from earl_bo.earl import EARLBO, check_bounds
 from earl_bo.errors import EarlBoError
 from earl_bo.gp_env import DTYPE
 
-METHODS = ("earl-bo", "earl-bo-h1", "earl-bo-no-turbo", "sobol", "logei", "turbo", "msl")
-"""EARL-BO (H = 3), EARL-BO with H = 1, EARL-BO without the TuRBO stage, and the baselines."""
+METHODS = ("earl-bo", "earl-bo-h1", "earl-bo-no-turbo", "sobol", "centre", "logei", "turbo", "msl")
+"""EARL-BO (H = 3), EARL-BO with H = 1, EARL-BO without the TuRBO stage, and the baselines (``centre``: the box
+centre, then steps around the incumbent)."""
 
 
 @dataclass
@@ -60,7 +61,7 @@ def make_strategy(method: str, bounds: np.ndarray, *, seed: int, options: dict[s
         elif method == "earl-bo-no-turbo":
             opts["off_policy_episodes"] = 0
         return EARLBO(bounds, seed=seed, **opts)
-    classes = {"sobol": baselines.Sobol, "logei": baselines.LogEI, "turbo": baselines.Turbo,
+    classes = {"sobol": baselines.Sobol, "centre": baselines.Centre, "logei": baselines.LogEI, "turbo": baselines.Turbo,
                "msl": baselines.MultiStepLookahead}
     if method not in classes:
         raise EarlBoError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")

@@ -81,6 +81,19 @@ def cpu() -> AgentConfig:
     return replace(paper(), episodes=24, off_policy_episodes=8, pretrain_tasks=1, lr=1e-3)
 
 
+GRIDS: dict[str, dict[str, tuple]] = {
+    "earl-bo": {"lr": (3e-4, 1e-3, 3e-3)},
+    "logei": {"num_restarts": (2, 4, 8)},
+    "turbo": {"length_init": (0.4, 0.8, 1.6)},
+    "msl": {"num_restarts": (1, 2, 4)},
+    "centre": {"sigma": (0.05, 0.1, 0.2)},
+}
+"""Validation grids of ``reproduce``: three points for every method with a free hyper-parameter (EARL-BO's Adam
+learning rate, LogEI's and the 2-step lookahead's optimiser restarts, TuRBO-1's initial trust-region side, the
+centre baseline's step size); Sobol search has none. The EARL-BO ablations (H = 1, no TuRBO stage) take EARL-BO's
+choice."""
+
+
 @dataclass(frozen=True)
 class Config:
     """Budget of one ``reproduce`` run."""
@@ -88,49 +101,75 @@ class Config:
     seeds: int = 5
     """Seeds (each seed: its own initial design, agent and imagined episodes; the same for every method)."""
     benchmarks: tuple[str, ...] = ("ackley-5", "levy-5", "ackley-10", "levy-10")
-    """Functions of the main comparison (name-dimension)."""
-    ablation: tuple[str, ...] = ("ackley-5",)
-    """Functions of the ablations (H = 1, no TuRBO stage) and of the 2-step lookahead baseline."""
+    """Functions of the main comparison (name-dimension), on shifted boxes."""
+    methods: tuple[str, ...] = ("earl-bo", "sobol", "centre", "logei", "turbo")
+    """Methods of the main comparison (EARL-BO first)."""
+    ablation: tuple[str, ...] = ("ackley-5", "levy-5")
+    """Functions of the ablations (H = 1, no TuRBO stage) and of the 2-step lookahead baseline (d <= 5)."""
     lookahead: tuple[str, ...] = ()
     """Further functions on which the 2-step lookahead baseline runs (without the ablations; d <= 5 only)."""
+    unshifted: tuple[str, ...] = ("ackley-5", "levy-5")
+    """Functions also run on their standard (unshifted) box, where Ackley's optimum is the box centre."""
+    unshifted_methods: tuple[str, ...] = ("earl-bo", "sobol", "centre")
+    """Methods of the unshifted runs (EARL-BO first)."""
     init_per_dim: float = 1.0
     """Initial Sobol points per dimension (at least 4)."""
     budget: int = 8
-    """BO queries after the initial design."""
-    shift: float = 0.2
-    """Random offset of each function's box per seed (fraction of its side; the same for every method)."""
+    """BO queries after the initial design (the same for every method, on validation and test functions)."""
+    shift: float = 0.4
+    """Random offset of each function's box per seed (fraction of its side, at most 0.4; the same for every method)."""
+    tune: bool = True
+    """Choose every method's free hyper-parameter on validation functions (:data:`GRIDS`); False: the grid's middle."""
+    val_functions: tuple[str, ...] = ("ackley-5", "levy-5")
+    """Validation functions of the tuning (differently shifted boxes and initial designs than the test seeds)."""
+    val_instances: int = 1
+    """Validation instances per validation function (shift and design seeds ``val_seed + i``)."""
+    val_seed: int = 10_000
+    """First seed of the validation instances (far from the test seeds)."""
     timing_dims: tuple[int, ...] = (2, 5, 10)
     """Dimensions of the time-per-iteration measurement."""
-    timing_iters: int = 1
-    """Timed iterations per method and dimension (empty timing_dims: only the conditioning speed-up)."""
+    timing_iters: int = 3
+    """Timed iterations per method and dimension, each on its own data set (empty timing_dims: only the
+    conditioning speed-up)."""
     ei_gps: int = 16
     """Fixed GPs of the H = 1 vs EI-maximum check (GP i is fitted to Ackley-5 data of seed ``seed + i``)."""
     ei_episodes: int = 96
     """E of the H = 1 agent trained on each fixed GP (one-step episodes are cheap)."""
     agent: AgentConfig = cpu()
-    """The agent (EARL-BO's settings)."""
+    """The agent (EARL-BO's settings; ``lr`` is replaced by the validation choice when ``tune``)."""
     workers: int = 2
     """Worker processes of the benchmark jobs (one torch thread each)."""
 
     def __post_init__(self) -> None:
-        check_positive(self, "seeds", "budget", "timing_iters", "workers", "ei_gps", "ei_episodes")
+        check_positive(self, "seeds", "budget", "timing_iters", "workers", "ei_gps", "ei_episodes", "val_instances")
         self.agent.check()
+        if not 0 <= self.shift <= 0.4:
+            raise EarlBoError(f"shift must be in [0, 0.4], got {self.shift}")
+        for name in ("methods", "unshifted_methods"):
+            ms = getattr(self, name)
+            if ms and ms[0] != "earl-bo":
+                raise EarlBoError(f"{name} must start with 'earl-bo' (the method every claim compares), got {ms}")
 
 
 BUDGETS = Budgets(
-    smoke=Config(seeds=1, benchmarks=("branin-2",), ablation=(), budget=2, timing_dims=(), timing_iters=1, shift=0.0,
-                 ei_gps=1, ei_episodes=8, workers=1,
+    smoke=Config(seeds=1, benchmarks=("branin-2",), ablation=(), unshifted=(), budget=2, timing_dims=(),
+                 timing_iters=1, shift=0.0, tune=False, ei_gps=1, ei_episodes=8, workers=1,
                  agent=replace(cpu(), episodes=4, off_policy_episodes=2, update_every=2, horizon=2, pretrain_tasks=1)),
-    quick=Config(seeds=3, benchmarks=("ackley-5",), ablation=("ackley-5",), budget=3, timing_dims=(),
-                 timing_iters=1, ei_gps=3, ei_episodes=24, agent=replace(cpu(), episodes=16, off_policy_episodes=8)),
+    quick=Config(seeds=3, benchmarks=("ackley-5",), ablation=(), unshifted=("ackley-5",), budget=3,
+                 val_functions=("ackley-5",), timing_dims=(), timing_iters=1, ei_gps=3, ei_episodes=24,
+                 agent=replace(cpu(), episodes=16, off_policy_episodes=8)),
     full=Config(),
 )
-"""The main run (``earl-bo reproduce``): Ackley and Levy at d = 5, 10, the ablations, the H = 1 check, timing."""
+"""The main run (``earl-bo reproduce``): tuning on validation functions, Ackley and Levy at d = 5, 10 (shifted),
+Ackley-5 and Levy-5 unshifted, the 2-step lookahead and the ablations on Ackley-5 and Levy-5, the H = 1 check,
+timing. ``--quick`` checks that everything runs (Ackley-5 only, 3 queries, no lookahead or ablations, no timing)."""
 
 HPO_BUDGETS = Budgets(
     smoke=replace(BUDGETS.smoke, benchmarks=("hpo-digits-5",), ablation=(), lookahead=(), budget=1, init_per_dim=1.0),
-    quick=replace(BUDGETS.quick, benchmarks=("hpo-digits-5",), ablation=(), lookahead=(), budget=4, seeds=3),
-    full=Config(benchmarks=("hpo-digits-5",), ablation=(), lookahead=("hpo-digits-5",)),
+    quick=replace(BUDGETS.quick, benchmarks=("hpo-digits-5",), methods=("earl-bo", "sobol", "logei", "turbo"),
+                  ablation=(), lookahead=(), unshifted=(), budget=4, seeds=3, tune=False),
+    full=Config(benchmarks=("hpo-digits-5",), methods=("earl-bo", "sobol", "logei", "turbo"), ablation=(),
+                lookahead=("hpo-digits-5",), unshifted=(), shift=0.2, tune=False),
 )
 """``earl-bo reproduce --task hpo-digits``: tuning 5 hyper-parameters of HistGradientBoostingClassifier on sklearn's
 bundled digits (3-fold CV accuracy, about 1 s per evaluation on one thread), EARL-BO against Sobol, LogEI, TuRBO-1
