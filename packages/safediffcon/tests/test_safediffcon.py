@@ -310,6 +310,54 @@ def test_infft_with_the_released_ema_evaluates_the_weights_after_the_first_step(
     assert all(loss > 0 for loss in runs["two"][0].history["infft_loss"])
 
 
+def test_infft_curve_hook_sees_each_iteration_and_leaves_the_run_unchanged():
+    m = _tiny(guidance_lambda=0.0)  # no guidance: every InfFT step has a gradient
+    train = make_split(32, 16, nu=0.01, dt=2e-3, amp=1.0, seed=0)
+    cal = make_split(20, 16, nu=0.01, dt=2e-3, amp=0.7, safe_only=True, seed=1)
+    m.pretrain(train, steps=2, batch_size=8)
+    m.Q = 0.7
+    u0, ut = cal.u0[:4], cal.u_target[:4]
+    seen, fs = [], []
+
+    def hook(k, model):
+        seen.append((k, model.Q))
+        fs.append(model.control(u0, ut, generator=torch.Generator().manual_seed(9)))
+
+    a, b = m.clone(), m.clone()
+    a._gen.manual_seed(5)
+    b._gen.manual_seed(5)
+    qa = a.fine_tune(u0, ut, cal, iters=3)
+    qb = b.fine_tune(u0, ut, cal, iters=3, on_iter=hook)
+    assert qa == qb  # the hook draws its own noise: the fine-tuning run is the same with or without it
+    assert all(torch.equal(x, y) for x, y in zip(a.net.parameters(), b.net.parameters()))
+    assert [k for k, _ in seen] == [1, 2, 3] and [q for _, q in seen] == qb
+    # same noise at every point: the controls differ only because the weights changed
+    assert not torch.equal(fs[0], fs[2])
+    torch.testing.assert_close(b.control(u0, ut, generator=torch.Generator().manual_seed(9)), fs[2], rtol=0, atol=0)
+    with pytest.raises(SafediffconError, match="iters"):
+        m.clone().fine_tune(u0, ut, cal, iters=-1)
+
+
+def test_infft_loss_is_zero_once_guidance_certifies_every_sample():
+    # with strong guidance every generated s_hat + Q is pushed below s0, so the InfFT loss max(.,0)^2 is exactly 0
+    # and the step changes the weights only through weight decay (what the full run measures at its tuned lambda_g)
+    m = _tiny(guidance_lambda=1e5)
+    cal = make_split(20, 16, nu=0.01, dt=2e-3, amp=0.7, safe_only=True, seed=1)
+    m.Q = 0.3
+    c = m.clone()
+    c._gen.manual_seed(1)
+    c.fine_tune(cal.u0[:4], cal.u_target[:4], cal, iters=1, weight_decay=0.0)
+    assert c.history["infft_loss"] == [0.0]
+    assert all(torch.equal(x, y) for x, y in zip(m.net.parameters(), c.net.parameters()))
+    d = _tiny(guidance_lambda=0.0)  # negative control: no guidance, a positive loss and moved weights
+    d.Q = 0.7
+    e = d.clone()
+    e._gen.manual_seed(1)
+    e.fine_tune(cal.u0[:4], cal.u_target[:4], cal, iters=1, weight_decay=0.0)
+    assert e.history["infft_loss"][0] > 0
+    assert not all(torch.equal(x, y) for x, y in zip(d.net.parameters(), e.net.parameters()))
+
+
 def test_inpainted_rows_equal_the_conditions_after_every_step():
     d = _diff()
     u0, ut = torch.rand(2, 16) * 0.5, torch.rand(2, 16) * 0.5

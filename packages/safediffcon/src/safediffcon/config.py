@@ -38,8 +38,8 @@ class Config:
     """Calibration trajectories (safe)."""
     n_holdout: int = 100
     """Held-out trajectories for the coverage check (safe)."""
-    n_val: int = 32
-    """Validation instances for tuning (safe)."""
+    n_val: int = 50
+    """Validation instances for tuning (safe; as many as the test set, so a validation R_s moves in the same steps)."""
     n_test: int = 50
     """Test instances (paper: 50)."""
     # ---- model

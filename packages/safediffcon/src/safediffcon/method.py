@@ -219,23 +219,29 @@ class SafeDiffCon:
 
     @torch.no_grad()
     def generate(self, u0: torch.Tensor, u_target: torch.Tensor, *, guidance: bool = True,
-                 Q: float | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(u_model [N, 11, nx], f [N, 10, nx], s_hat [N])``: the jointly generated trajectory, control and score."""
+                 Q: float | None = None, generator: torch.Generator | None = None,
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(u_model [N, 11, nx], f [N, 10, nx], s_hat [N])``: the jointly generated trajectory, control and score.
+
+        The sampling noise comes from ``generator`` when given (the model's own stream is then left untouched),
+        else from the model's generator.
+        """
         u0, ut = self._check_conditions(u0, u_target)
         x = self.diffusion.sample(u0, ut, steps=self.ddim_steps, eta=self.eta,
                                   guidance_lambda=self.guidance_lambda if guidance else 0.0,
-                                  Q=self.Q if Q is None else Q, s0=self.s0, generator=self._gen)
+                                  Q=self.Q if Q is None else Q, s0=self.s0,
+                                  generator=self._gen if generator is None else generator)
         return from_image(x, scaler=self.scaler, estimate=self.diffusion.safety_estimate)
 
     def control(self, u0: torch.Tensor, u_target: torch.Tensor, *, guidance: bool = True,
-                Q: float | None = None) -> torch.Tensor:
+                Q: float | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
         """The control ``f [N, 10, nx]`` that steers ``u0 [N, nx]`` toward ``u_target [N, nx]`` safely."""
-        return self.generate(u0, u_target, guidance=guidance, Q=Q)[1]
+        return self.generate(u0, u_target, guidance=guidance, Q=Q, generator=generator)[1]
 
     def fine_tune(self, u0: torch.Tensor, u_target: torch.Tensor, cal: BurgersData, *, iters: int = 2,
                   lr: float = 1e-4, weight_decay: float = 1e-4, extra_Q: float | None = None,
                   weight_lambda: float | None = None, ema: bool = False, ema_beta: float = 0.995,
-                  ema_update_every: int = 10) -> list[float]:
+                  ema_update_every: int = 10, on_iter=None) -> list[float]:
         """Inference-time fine-tuning on the test conditions (InfFT); returns ``Q`` after every iteration.
 
         Each iteration: guided sampling with gradients through the last denoising step only, one AdamW step on
@@ -244,7 +250,13 @@ class SafeDiffCon:
         fine-tuned weights themselves are calibrated and used (the paper). ``ema=True`` is the released code:
         the online weights are fine-tuned and sample the next batch, while an EMA copy with the released update
         rule (:class:`safediffcon.ema.ReleasedEMA`) is calibrated and, afterwards, used for control.
+
+        ``on_iter(k, model)`` is called after iteration ``k`` (1-based) with the model as it would be evaluated
+        after ``k`` iterations (its weights and re-calibrated ``Q``): the InfFT curve without re-training per point.
+        It must not consume the model's generator (pass its own to :meth:`generate`), or later iterations change.
         """
+        if isinstance(iters, bool) or not isinstance(iters, int) or iters < 0:
+            raise SafediffconError(f"InfFT iters must be an integer >= 0, got {iters!r}")
         u0, ut = self._check_conditions(u0, u_target)
         self._check_data(cal, "calibration data")
         opt = torch.optim.AdamW(self.net.parameters(), lr=lr, weight_decay=weight_decay)
@@ -273,6 +285,8 @@ class SafeDiffCon:
                 tracker.update(online)
                 self.diffusion.model = tracker.model  # the released code calibrates the EMA copy
             qs.append(self.calibrate(cal, Q_prev=self.Q, extra_Q=extra_Q, weight_lambda=weight_lambda))
+            if on_iter is not None:
+                on_iter(len(qs), self)
         if tracker is not None and iters > 0:
             self.net = tracker.model  # ... and evaluates it
             self.net.requires_grad_(True)
