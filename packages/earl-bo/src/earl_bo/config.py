@@ -114,7 +114,7 @@ class Config:
     """Methods of the unshifted runs (EARL-BO first)."""
     init_per_dim: float = 1.0
     """Initial Sobol points per dimension (at least 4)."""
-    budget: int = 8
+    budget: int = 6
     """BO queries after the initial design (the same for every method, on validation and test functions)."""
     shift: float = 0.4
     """Random offset of each function's box per seed (fraction of its side, at most 0.4; the same for every method)."""
@@ -128,10 +128,10 @@ class Config:
     """First seed of the validation instances (far from the test seeds)."""
     timing_dims: tuple[int, ...] = (2, 5, 10)
     """Dimensions of the time-per-iteration measurement."""
-    timing_iters: int = 3
+    timing_iters: int = 4
     """Timed iterations per method and dimension, each on its own data set (empty timing_dims: only the
     conditioning speed-up)."""
-    ei_gps: int = 16
+    ei_gps: int = 12
     """Fixed GPs of the H = 1 vs EI-maximum check (GP i is fitted to Ackley-5 data of seed ``seed + i``)."""
     ei_episodes: int = 96
     """E of the H = 1 agent trained on each fixed GP (one-step episodes are cheap)."""
@@ -169,7 +169,7 @@ HPO_BUDGETS = Budgets(
     quick=replace(BUDGETS.quick, benchmarks=("hpo-digits-5",), methods=("earl-bo", "sobol", "logei", "turbo"),
                   ablation=(), lookahead=(), unshifted=(), budget=4, seeds=3, tune=False),
     full=Config(benchmarks=("hpo-digits-5",), methods=("earl-bo", "sobol", "logei", "turbo"), ablation=(),
-                lookahead=("hpo-digits-5",), unshifted=(), shift=0.2, tune=False),
+                lookahead=("hpo-digits-5",), unshifted=(), budget=8, shift=0.2, tune=False),
 )
 """``earl-bo reproduce --task hpo-digits``: tuning 5 hyper-parameters of HistGradientBoostingClassifier on sklearn's
 bundled digits (3-fold CV accuracy, about 1 s per evaluation on one thread), EARL-BO against Sobol, LogEI, TuRBO-1

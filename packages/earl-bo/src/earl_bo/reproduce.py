@@ -376,25 +376,29 @@ def timing(cfg: Config, seeds: list[int], out: Path) -> Section:
                     + [float(np.mean(t["earl-bo"])) / lo, float(np.mean(t["msl"])) / lo])
     if rows:
         sec.table(f"Seconds per BO iteration (mean ± sd over {cfg.timing_iters} data sets; two one-thread worker "
-                  "processes side by side, alone under the CPU lock)",
+                  "processes side by side, alone under the CPU lock; untuned settings: the lookahead with 2 restarts, "
+                  "LogEI with 4, EARL-BO's CPU preset)",
                   ["d", "LogEI", "2-step lookahead", "EARL-BO (H=3)", "EARL-BO / LogEI", "lookahead / LogEI"], rows)
     paper = "the paper's scalability argument (RL amortises the lookahead; no timing numbers available to us)"
     per_d = []
     for d, t in times.items():
-        ratios = [a / b for a, b in zip(t["msl"], t["earl-bo"])]
+        logr = [math.log(a / b) for a, b in zip(t["msl"], t["earl-bo"])]
         per_d.append(sec.add(Claim.threshold(
             claim=f"Scalability, d = {d}: an EARL-BO (H=3) iteration is faster than a 2-step lookahead iteration",
-            metric="2-step lookahead seconds / EARL-BO seconds on the same data set (one value per data set)",
-            ours=ratios, threshold=1.0, kind="target", paper=paper,
-            note=f"{len(ratios)} data sets of Ackley-{d}, {_n_init(cfg, d) + 5} points each")))
+            metric="log(2-step lookahead seconds / EARL-BO seconds) on the same data set (one value per data set; "
+                   "> 0: EARL-BO faster)",
+            ours=logr, threshold=0.0, kind="target", paper=paper,
+            note=f"{len(logr)} data sets of Ackley-{d}, {_n_init(cfg, d) + 5} points each; geometric-mean ratio "
+                 f"{math.exp(float(np.mean(logr))):.2f}x (per data set: "
+                 f"{', '.join(f'{math.exp(v):.2f}' for v in logr)})")))
     if per_d:
         verdicts = [c.verdict for c in per_d]
         v = "fails" if "fails" in verdicts else "holds" if all(x == "holds" for x in verdicts) else "inconclusive"
         worst = min(per_d, key=lambda c: c.ours)
         sec.add(Claim(
             claim=f"Scalability: an EARL-BO (H=3) iteration is faster than a 2-step lookahead iteration at every d in "
-                  f"{tuple(times)}", metric="smallest mean ratio over d (2-step lookahead seconds / EARL-BO seconds)",
-            ours=worst.ours, ours_sd=worst.ours_sd, baseline=1.0, baseline_name="threshold ≥ 1 at every d",
+                  f"{tuple(times)}", metric="smallest mean over d of log(2-step lookahead seconds / EARL-BO seconds)",
+            ours=worst.ours, ours_sd=worst.ours_sd, baseline=0.0, baseline_name="threshold > 0 at every d",
             holds=v == "holds", verdict=v, test="every per-d one-sample test must hold (any fail: fails)",
             paper=paper, kind="target", seeds=worst.seeds,
             note="per-d verdicts: " + ", ".join(f"d={d}: {c.verdict} (p={c.p_value:.2g})" if c.p_value is not None
