@@ -116,7 +116,8 @@ def test_lr_selection_is_alike_picks_the_best_validation_accuracy_skips_diverged
             score += 0.01 * (params["lora_alpha"] == 8.0)
         return {"lr": lr, "params": dict(params), "seed": seed, "target": score, "val": score, "val_token": 0.0,
                 "source": 0.0, "source_token": 0.0, "retention": 0.0, "retention_token": 0.0, "state_floats": 2,
-                "trainable": 1, "bytes": 1, "step_s": 0.1, "losses": [1.0], "mask_updates": 0}
+                "trainable": 1, "bytes": 1, "step_s": 0.1, "losses": [1.0], "mask_updates": 0,
+                "filter_rank": filter_rank or cfg.filter_rank}
 
     monkeypatch.setattr(R, "_one_run", fake_run)
     monkeypatch.setattr(R, "_setup", lambda cfg: {"base": nn.Sequential(nn.Linear(4, 3)), "tok": None, "evals": {},
@@ -144,6 +145,51 @@ def test_lr_selection_is_alike_picks_the_best_validation_accuracy_skips_diverged
     assert sel["lora"].at_edge == [] and "+2 from extending" in sel["lora"].note()  # extensions scored lower
 
 
+def test_lift_filter_rank_is_chosen_on_validation_not_on_test(monkeypatch):
+    """r_f of the main LIFT row: the best *validation* score among cfg.filter_ranks below min(m, n), at LIFT's
+    tuned lr and interval; every seed then runs at it. Negative controls: r_f=1 has the best *test* score and is
+    not chosen; without candidates the preset r_f stays."""
+    from dataclasses import replace
+
+    import lift.reproduce as R
+    from lift.config import BUDGETS
+    from torch import nn
+
+    val_of = {1: 0.3, 2: 0.6, 4: 0.5, 8: 0.4}
+    test_of = {1: 0.9, 2: 0.2, 4: 0.5, 8: 0.4}
+
+    def fake_run(method, params, seed, cfg, env, *, with_val, progress, filter_rank=None):
+        rf = filter_rank or cfg.filter_rank
+        off = 0.0 if round(params["lr"], 6) == 3e-3 else 0.1  # an interior lr optimum
+        val, test = (val_of[rf], test_of[rf]) if method == "lift" else (0.5, 0.5)
+        return {"lr": params["lr"], "params": dict(params), "seed": seed, "target": test - off, "val": val - off,
+                "val_token": 0.0, "source": 0.0, "source_token": 0.0, "retention": 0.0, "retention_token": 0.0,
+                "state_floats": 2, "trainable": 1, "bytes": 1, "step_s": 0.1, "losses": [1.0], "mask_updates": 0,
+                "filter_rank": rf}
+
+    calls = []
+    monkeypatch.setattr(R, "_one_run", lambda *a, **k: calls.append(k.get("filter_rank")) or fake_run(*a, **k))
+    monkeypatch.setattr(R, "_setup", lambda cfg: {"base": nn.Sequential(nn.Linear(16, 16)), "tok": None, "evals": {},
+                                                  "befores": {"source": 1.0, "source_token": 1.0, "target": 0.0,
+                                                              "source_generated": 1.0}})
+    monkeypatch.setattr(R, "LR_CENTRES", {"lift": 3e-3, "lora": 3e-3})
+    cfg = replace(BUDGETS.smoke, methods=("lift", "lora"), lr_grid=(1 / 3, 1.0, 3.0), extend=0,
+                  update_intervals=(10, 30), lora_alphas=(1.0, 2.0), filter_rank=8, filter_ranks=(1, 2, 4, 16),
+                  workers=1)
+    res = R.run_methods(cfg, [0, 1], progress=False)
+    assert res["filter_rank"] == 2  # best validation, although r_f=1 has the best test score
+    assert sorted(x["filter_rank"] for x in res["rf_select"]) == [1, 2, 4, 8]  # 16 = min(m, n): full rank, left out
+    assert res["methods"]["lift"]["filter_rank"] == [2, 2]  # every seed at the chosen r_f
+    assert res["methods"]["lift"]["target"] == pytest.approx([0.2, 0.2])
+    assert res["methods"]["lift"]["params"][0] == res["selections"]["lift"].params  # lr, T tuned at the preset
+    assert all(r["filter_rank"] == 8 for r in res["grid"]["lift"])  # the tuning grid stays at the preset r_f
+    assert 16 not in calls
+    # negative control: no candidates -> the preset r_f, no selection table
+    res0 = R.run_methods(replace(cfg, filter_ranks=()), [0, 1], progress=False)
+    assert res0["filter_rank"] == 8 and "rf_select" not in res0
+    assert res0["methods"]["lift"]["target"] == pytest.approx([0.4, 0.4])
+
+
 def test_tuning_grids_have_the_same_size_for_every_method():
     import lift.reproduce as R
     from icml25.tuning import grid_size
@@ -157,6 +203,8 @@ def test_tuning_grids_have_the_same_size_for_every_method():
     assert full.seeds >= 5 and BUDGETS.quick.seeds == 3 and TASK_BUDGETS["sub"].full.seeds >= 5
     assert len(full.lr_grid) >= 3 and full.extend >= 1  # bracketed: an interior optimum
     assert set(full.sweep_ranks) >= {1, 2, 4, 8, 16, 32, 0}
+    assert set(full.filter_ranks) >= {1, 8, 32}  # the main LIFT row's r_f is chosen on validation
+    assert 0.0 < full.warmup_ratio < 1.0 and full.warmup_ratio == BUDGETS.quick.warmup_ratio  # one schedule
     # LoRA's rank is fixed by the equal trainable count (r = r_b); its alpha is tuned with the lr, as LIFT's interval
     assert set(R.tuning_grid("lora", full)) == {"lr", "lora_alpha"}
     assert set(R.tuning_grid("lift", full)) == {"lr", "update_interval"}

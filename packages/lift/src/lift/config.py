@@ -43,7 +43,14 @@ class Config:
     """r_b: LoRA rank and k = (m+n) r_b trainable entries per matrix for the sparse methods."""
     filter_rank: int = 8
     """r_f of LIFT in the method comparison (the "small r_f" of the rank-sweep claim)."""
+    filter_ranks: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+    """r_f candidates of the main LIFT row, chosen on the validation split (first seed, at LIFT's lr and mask
+    interval tuned at ``filter_rank``); ranks >= min(m, n) (= the magnitude mask) are left out. () = no choice:
+    ``filter_rank`` is used."""
     update_interval: int = 25
+    warmup_ratio: float = 0.1
+    """Linear warm-up, as a fraction of ``steps``, of every method's linear lr schedule (the official recipe's 3 %
+    is 6 steps of 200: Full FT then sat on a loss plateau on 2 of 5 seeds at its tuned lr)."""
     eps: float = 1e-6
     """AdamW eps of every method: the released SparseAdamW's default."""
     methods: tuple[str, ...] = ("full_ft", "lora", "lift", "magnitude", "random")
@@ -83,7 +90,7 @@ class Config:
 
 
 _NO_TUNING = dict(lr_grid=(1.0,), lr_grid_wide=(1.0,), lora_alphas=(2.0,), update_intervals=(25,), extend=0,
-                  curve_lrs=(1.0,))
+                  curve_lrs=(1.0,), filter_ranks=())
 
 BUDGETS = Budgets(
     smoke=Config(seeds=1, steps=4, batch_size=8, n_train=64, n_eval=16, n_val=16, hidden_size=32, num_layers=1,

@@ -136,10 +136,10 @@ def _one_run(method: str, params: dict[str, Any], seed: int, cfg: Config, env: d
                         seed=seed, lrs={method: lr}, lora_alpha=params.get("lora_alpha"))
     su = setup_method(method, copy.deepcopy(env["base"]), mcfg)
     res = finetune(su.model, tok, train, optimizer=su.optimizer, steps=cfg.steps, batch_size=cfg.batch_size,
-                   seed=seed, progress=progress, desc=f"{method} lr {lr:.2g} seed {seed}")
+                   warmup_ratio=cfg.warmup_ratio, seed=seed, progress=progress, desc=f"{method} lr {lr:.2g} seed {seed}")
     src = answer_scores(su.model, tok, evals["source"])
     rec = {
-        "lr": lr, "params": dict(params), "seed": seed,
+        "lr": lr, "params": dict(params), "seed": seed, "filter_rank": mcfg.filter_rank,
         "target": answer_scores(su.model, tok, evals["target"])["exact"],
         "source": src["exact"], "source_token": src["token"],
         # retention is undefined when the source accuracy before is 0 (only the untrained smoke model): 0.0
@@ -233,17 +233,27 @@ def run_methods(cfg: Config, seeds: list[int], *, progress: bool = True) -> dict
                            "source_generated_before": befores["source_generated"],
                            "target_before": befores["target"], "methods": {}, "grid": {}, "selections": {}}
     keys = ("target", "source", "source_token", "retention", "retention_token", "state_floats", "trainable",
-            "bytes", "step_s", "losses", "mask_updates", "lr", "params", "seed")
+            "bytes", "step_s", "losses", "mask_updates", "lr", "params", "seed", "filter_rank")
     first, rest = seeds[0], seeds[1:]
     grids = {m: tuning_grid(m, cfg) for m in cfg.methods}
     done: dict[tuple[Any, ...], dict[str, Any]] = {}
+    # LIFT's filter rank once chosen (None = cfg.filter_rank, the r_f its lr and interval are tuned at)
+    rf: dict[str, int | None] = {m: None for m in cfg.methods}
 
-    def compute(points: list[tuple[str, dict[str, Any]]]) -> None:
-        recs = run_many([{"method": m, "params": p, "seed": first, "with_val": True} for m, p in points], cfg)
-        for (m, p), rec in zip(points, recs):
+    def store(m: str, p: dict[str, Any], r: int | None = None) -> tuple[Any, ...]:
+        """Cache key of a first-seed run: the knobs, plus the filter rank where it is not the preset."""
+        return _key(m, p) if r in (None, cfg.filter_rank) else _key(m, p) + (("filter_rank", int(r)),)
+
+    def compute(points: list[tuple[Any, ...]]) -> None:
+        """First-seed runs (with validation scores) of ``(method, params)`` or ``(method, params, filter_rank)``."""
+        pts = [(t[0], t[1], t[2] if len(t) > 2 else None) for t in points]
+        recs = run_many([{"method": m, "params": p, "seed": first, "with_val": True, "filter_rank": r}
+                         for m, p, r in pts], cfg)
+        for (m, p, r), rec in zip(pts, recs):
             if rec.get("diverged"):  # this point diverged: a non-finite score is never chosen
-                out.setdefault("diverged", []).append({"method": m, "lr": float(p["lr"]), "params": dict(p)})
-            done[_key(m, p)] = rec
+                out.setdefault("diverged", []).append({"method": m, "lr": float(p["lr"]), "params": dict(p),
+                                                       "filter_rank": r})
+            done[store(m, p, r)] = rec
 
     def evaluator(method: str):
         def evaluate(params: dict[str, Any]) -> float:
@@ -267,13 +277,35 @@ def run_methods(cfg: Config, seeds: list[int], *, progress: bool = True) -> dict
     sels = tune_alike({m: (evaluator(m), g) for m, g in grids.items()}, extend=cfg.extend)
     out["selections"] = sels
     chosen = {m: dict(sels[m].params) for m in cfg.methods}
-    recs = run_many([{"method": m, "params": chosen[m], "seed": s} for m in cfg.methods for s in rest], cfg)
+    from lift.optim import select_linear_weights
+
+    shapes = [tuple(w.shape) for _, w in select_linear_weights(env["base"])]
+    # LIFT's filter rank: chosen on the validation split (first seed) at LIFT's tuned lr and mask interval, from
+    # cfg.filter_ranks below min(m, n) (r_f >= min(m, n) is the magnitude mask, a baseline of its own)
+    out["filter_rank"] = cfg.filter_rank
+    if "lift" in cfg.methods and cfg.filter_ranks:
+        min_dim = min(min(sh) for sh in shapes)
+        cands = sorted({int(r) for r in cfg.filter_ranks if 1 <= r < min_dim} | {cfg.filter_rank})
+        compute([("lift", chosen["lift"], r) for r in cands if r != cfg.filter_rank])
+        rf_recs = {r: done[store("lift", chosen["lift"], r)] for r in cands}
+
+        def rf_score(r: int) -> float:
+            rec = rf_recs[r]
+            return float("-inf") if rec.get("diverged") else rec["val"] + TIE_BREAK * rec["val_token"]
+
+        # ties: the preset r_f, then the smaller r_f
+        rf["lift"] = max(cands, key=lambda r: (rf_score(r), r == cfg.filter_rank, -r))
+        out["filter_rank"] = rf["lift"]
+        out["rf_select"] = [{"filter_rank": r, **{k: v for k, v in rec.items() if k != "losses"}}
+                            for r, rec in rf_recs.items()]
+    recs = run_many([{"method": m, "params": chosen[m], "seed": s, "filter_rank": rf[m]}
+                     for m in cfg.methods for s in rest], cfg)
     # per-seed lr curves (chosen lr x cfg.curve_lrs, at the chosen second knob) for the matched-retention claims
     curve_methods = [m for m in CURVE_METHODS if m in cfg.methods] if len(cfg.curve_lrs) > 1 else []
-    cjobs = [{"method": m, "params": {**chosen[m], "lr": chosen[m]["lr"] * f}, "seed": s}
+    cjobs = [{"method": m, "params": {**chosen[m], "lr": chosen[m]["lr"] * f}, "seed": s, "filter_rank": rf[m]}
              for m in curve_methods for s in rest for f in cfg.curve_lrs if f != 1.0]
-    missing0 = [(m, {**chosen[m], "lr": chosen[m]["lr"] * f}) for m in curve_methods for f in cfg.curve_lrs
-                if f != 1.0 and _key(m, {**chosen[m], "lr": chosen[m]["lr"] * f}) not in done]
+    missing0 = [(m, {**chosen[m], "lr": chosen[m]["lr"] * f}, rf[m]) for m in curve_methods for f in cfg.curve_lrs
+                if f != 1.0 and store(m, {**chosen[m], "lr": chosen[m]["lr"] * f}, rf[m]) not in done]
     if missing0:
         compute(missing0)
     crecs = run_many(cjobs, cfg) if cjobs else []
@@ -285,7 +317,7 @@ def run_methods(cfg: Config, seeds: list[int], *, progress: bool = True) -> dict
             for f in cfg.curve_lrs:
                 p = {**chosen[m], "lr": chosen[m]["lr"] * f}
                 if s == first:
-                    r = done[_key(m, p)]
+                    r = done[store(m, p, rf[m])]
                 elif f == 1.0:
                     r = recs[cfg.methods.index(m) * len(rest) + rest.index(s)]
                 else:
@@ -296,17 +328,17 @@ def run_methods(cfg: Config, seeds: list[int], *, progress: bool = True) -> dict
             per_seed.append(pts)
         out["curves"][m] = per_seed
     for i, method in enumerate(cfg.methods):
-        best = done[_key(method, chosen[method])]
-        mine = [r for key, r in done.items() if key[0] == method and not r.get("diverged")]
+        best = done[store(method, chosen[method], rf[method])]
+        # the tuning grid (and the first seed's curve points) at the preset filter rank
+        mine = [r for key, r in done.items() if key[0] == method and not r.get("diverged")
+                and all(kv[0] != "filter_rank" for kv in key[1:])]
         out["grid"][method] = sorted(({k: v for k, v in r.items() if k != "losses"} for r in mine),
                                      key=lambda r: (r["lr"], str(r["params"])))
         runs = [best] + recs[i * len(rest): (i + 1) * len(rest)]
         if any(r.get("diverged") for r in runs):
-            raise FloatingPointError(f"{method} diverged on a seed at its chosen knobs {chosen[method]}")
+            raise FloatingPointError(f"{method} diverged on a seed at its chosen knobs {chosen[method]}"
+                                     + (f", r_f={rf[method]}" if rf[method] else ""))
         out["methods"][method] = {k: [r[k] for r in runs] for k in keys}
-    from lift.optim import select_linear_weights
-
-    shapes = [tuple(w.shape) for _, w in select_linear_weights(env["base"])]
     out["expected_k"] = sum(min((m + n) * cfg.budget_rank, m * n) for m, n in shapes)
     out["dense_linear"] = sum(m * n for m, n in shapes)
     out["all_params"] = sum(p.numel() for p in env["base"].parameters())
@@ -395,13 +427,18 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
              ", by validation target exact match on the first seed") if tuning else \
         "no tuning: every method at its grid centre lr (LoRA alpha = 2 r_b, T = " + str(cfg.update_intervals[0]) + ")"
     chosen = {m: dict(sels[m].params) for m in M}
+    rf = int(res["filter_rank"])
+    rf_how = (f"r_f={rf} chosen on validation from {{" + ", ".join(str(x["filter_rank"]) for x in res["rf_select"])
+              + f"}} at LIFT's lr and T tuned at r_f={cfg.filter_rank}") if res.get("rf_select") else \
+        f"r_f={cfg.filter_rank} (preset)"
 
     def knobs(m: str) -> str:
-        return ", ".join(f"{k_}={v:.3g}" if isinstance(v, float) else f"{k_}={v}" for k_, v in chosen[m].items())
+        kn = {**chosen[m], **({"filter_rank": rf} if m == "lift" else {})}
+        return ", ".join(f"{k_}={v:.3g}" if isinstance(v, float) else f"{k_}={v}" for k_, v in kn.items())
 
     scale = (f"tiny Llama (hidden {cfg.hidden_size}, {cfg.num_layers} layers), {cfg.steps} steps batch "
-             f"{cfg.batch_size} for every method, r_b={cfg.budget_rank}, r_f={cfg.filter_rank}, "
-             f"eps={cfg.eps:g}; {len(seeds)} seeds, paired by seed; {tuned}")
+             f"{cfg.batch_size} for every method (linear lr decay, {cfg.warmup_ratio:.0%} warm-up), "
+             f"r_b={cfg.budget_rank}, LIFT {rf_how}, eps={cfg.eps:g}; {len(seeds)} seeds, paired by seed; {tuned}")
 
     def tuning_note(*names: str) -> str:
         return "; ".join(sels[n].note() for n in names if n in sels)
@@ -534,6 +571,16 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
     from icml25.tuning import selections_table
 
     sec.table("tuned alike (icml25.tuning, validation split, first seed)", *selections_table(sels))
+    if res.get("rf_select"):
+        lift_knobs = ", ".join(f"{k_}={v:.3g}" if isinstance(v, float) else f"{k_}={v}"
+                               for k_, v in chosen["lift"].items())
+        sec.table(f"LIFT's filter rank r_f chosen on validation (first seed, at LIFT's {lift_knobs}, tuned at "
+                  f"r_f={cfg.filter_rank}; the test column is for reading, not for choosing)",
+                  ["r_f", "val acc", "val token acc", "test acc", "retention (tokens)", "chosen"],
+                  [[x["filter_rank"]] + (["diverged"] * 4 if x.get("diverged") else
+                                         [round(x["val"], 3), round(x["val_token"], 3), round(x["target"], 3),
+                                          round(x["retention_token"], 3)]) + ["yes" if x["filter_rank"] == rf else ""]
+                   for x in res["rf_select"]])
     if tuning:
         grows = []
         for name, runs in grid.items():
@@ -567,6 +614,8 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
     sec.notes += [
         f"Source task {SOURCE_TASK!r} (pretraining, cached), target task {task!r}; held-out operands.",
         f"Methods tuned and trained in {time.perf_counter() - t0:.1f} s.",
+        f"LIFT: {rf_how}" + (f" (the first-seed trade-off figure and table show LIFT's lr grid at r_f="
+                             f"{cfg.filter_rank})." if tuning and res.get("rf_select") else "."),
         f"Runs in {cfg.workers} forked worker process(es), one torch thread each.",
         f"Tuning: {tuned}; validation = about 10% of the test bed's train-split operands held out by a hash "
         "(never trained on, disjoint from the test split); validation score = exact match + "
@@ -584,24 +633,33 @@ def rank_sweep(cfg: Config, seeds: list[int], out: Path) -> Section:
     tuned = comp is not None and "lift" in comp["methods"]
     lift_params = dict(comp["methods"]["lift"]["params"][0]) if tuned else {"lr": LR_CENTRES["lift"]}
     min_dim = min(min(s) for s in (comp["shapes"] if comp else [(cfg.hidden_size, cfg.hidden_size)]))
+    chosen_rf = int(comp.get("filter_rank", cfg.filter_rank)) if tuned else cfg.filter_rank
+    # first-seed runs at LIFT's knobs from the comparison's r_f choice (same runs: reused, not rerun)
+    seed0 = {int(x["filter_rank"]): x for x in comp.get("rf_select", [])} if tuned else {}
     runs: dict[str, list[dict[str, Any]]] = {}
     todo: list[tuple[str, int]] = []
     for r in cfg.sweep_ranks:
         label = "full" if r == 0 or r >= min_dim else str(r)
         if label in runs or label in dict(todo):
             continue
-        if tuned and r == cfg.filter_rank:  # the comparison's LIFT runs (same knobs)
+        if tuned and r == chosen_rf:  # the comparison's LIFT runs (same knobs)
             M = comp["methods"]["lift"]
             runs[label] = [{k: M[k][i] for k in ("target", "retention_token", "retention")}
                            for i in range(len(seeds))]
             continue
         todo.append((label, r))
     # full rank: W' = W, the |W| mask (tested), run as the magnitude method with LIFT's knobs
-    jobs = [{"method": "magnitude" if label == "full" else "lift", "params": lift_params, "seed": s,
-             "filter_rank": None if label == "full" else r} for label, r in todo for s in seeds]
+    jobs: list[dict[str, Any]] = []
+    spans = []
+    for label, r in todo:
+        have = seed0.get(r) if label != "full" else None
+        todo_seeds = seeds[1:] if have is not None else seeds
+        spans.append((label, have, len(jobs), len(todo_seeds)))
+        jobs += [{"method": "magnitude" if label == "full" else "lift", "params": lift_params, "seed": s,
+                  "filter_rank": None if label == "full" else r} for s in todo_seeds]
     recs = run_many(jobs, cfg)
-    for i, (label, _) in enumerate(todo):
-        got = recs[i * len(seeds): (i + 1) * len(seeds)]
+    for label, have, start, n in spans:
+        got = ([have] if have is not None else []) + recs[start: start + n]
         if any(x.get("diverged") for x in got):
             raise FloatingPointError(f"rank sweep r_f={label} diverged at LIFT's tuned knobs {lift_params}")
         runs[label] = got
@@ -616,7 +674,10 @@ def rank_sweep(cfg: Config, seeds: list[int], out: Path) -> Section:
     knob_s = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in lift_params.items())
     sec.table(f"rank sweep (r_b={cfg.budget_rank}, {knob_s} = LIFT's tuned knobs)",
               ["r_f", "target acc", "retention (answer tokens)", "seeds"], rows)
-    small = str(cfg.filter_rank)
+    small = str(chosen_rf)
+    how = (f"r_f={small} is the comparison's r_f, chosen on the validation split (first seed) from "
+           "{" + ", ".join(str(r) for r in sorted(seed0)) + "}" if seed0 else
+           f"r_f={small} is the comparison's pre-set r_f (not picked from the sweep)")
     if small in runs and "full" in runs:
         sec.add(Claim.compare(
             claim=f"a small filter rank (r_f={small}) beats full rank (magnitude) on target accuracy",
@@ -625,7 +686,7 @@ def rank_sweep(cfg: Config, seeds: list[int], out: Path) -> Section:
             baseline_name="r_f = full rank", kind="paper", paired=True,
             paper="principal weights emerge after rank reduction: the top-k of a low-rank approximation beat the "
                   "top-k of W itself (paper title, Sec. 3)",
-            note=f"r_f={small} is the comparison's pre-set r_f (not picked from the sweep); every r_f at LIFT's tuned "
+            note=f"{how}; every r_f at LIFT's tuned "
                  f"knobs {knob_s} (one setting for the sweep, not tuned per r_f), {cfg.steps} steps, "
                  f"{len(seeds)} seeds paired"))
         sec.add(Claim.compare(
