@@ -140,3 +140,22 @@ def test_full_mask_refused_on_gpt_neo():
         hf_consensus_loop(neo, ids, iterations=1, mask="full")
     c = hf_consensus_loop(neo, ids, iterations=2, mask="causal", drop_mlp=True)  # causal works on GPT-Neo
     assert c.gap.shape == (5,)
+
+
+def test_fused_diagnostic_equals_the_float64_reference_and_refines_near_consensus():
+    from attn_consensus.diagnostics import consensus_gap
+    from attn_consensus.hf_loop import _gap_rows, _gap_rows_exact
+
+    g = torch.Generator().manual_seed(0)
+    spread = torch.randn(6, 16, 32, generator=g)  # gaps of order 1
+    base = torch.randn(6, 1, 32, generator=g)
+    tight = base + 1e-4 * torch.randn(6, 16, 32, generator=g)  # gaps of order 1e-8 (below float32 resolution)
+    for h in (spread, tight):
+        ref = consensus_gap(h.double())
+        assert torch.allclose(_gap_rows_exact(h, False), ref, rtol=1e-5, atol=1e-12)
+        assert torch.allclose(_gap_rows(h, False), ref, rtol=1e-4, atol=1e-12)
+        assert torch.allclose(_gap_rows(h, True), consensus_gap(h.double(), absolute=True), rtol=1e-4, atol=1e-12)
+    assert float(consensus_gap(tight.double()).max()) < 1e-6
+    # negative control: without the exact refinement the fused float32 value is off near consensus
+    rough = _gap_rows(tight, False, refine_below=0.0)
+    assert not torch.allclose(rough, consensus_gap(tight.double()), rtol=1e-2, atol=1e-12)

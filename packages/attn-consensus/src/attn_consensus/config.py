@@ -67,12 +67,14 @@ class Config:
     """Repeats of the batched-vs-loop timing."""
     bench_rounds: int = 10
     """Interleaved rounds (plain passes, then the loop, the order alternating) of the loop-overhead timing."""
+    bench_inner: int = 3
+    """Timings per path within one round of the loop-overhead timing (the round's ratio uses their minima)."""
 
     def __post_init__(self) -> None:
         check_positive(self, "dt", "horizon", "layer_time", "consensus_tol", "gap_tol", integer=False)
         check_positive(self, "seeds", "n", "layers", "gpt_n_layer", "gpt_n_embd", "gpt_n_head", "gpt_vocab", "gpt_batch", "gpt_length",
                        "gpt_passes", "train_steps", "train_batch", "bench_batch", "bench_steps", "bench_passes",
-                       "bench_repeats", "bench_rounds")
+                       "bench_repeats", "bench_rounds", "bench_inner")
         if not self.dims or min(self.dims) < 2:
             raise ValueError(f"dims must be non-empty with every d >= 2, got {self.dims}")
         if not self.scales or min(self.scales) < 0:
@@ -100,8 +102,8 @@ def cpu() -> Config:
 BUDGETS = Budgets(
     smoke=replace(cpu(), seeds=1, n=6, dims=(3,), scales=(1.0,), horizon=1.0, dt=0.05, gpt_n_layer=2, gpt_n_embd=32,
                   gpt_batch=2, gpt_length=8, gpt_passes=3, train_steps=2, train_batch=8, bench_batch=8,
-                  bench_steps=2, bench_passes=2, bench_repeats=1, bench_rounds=2),
+                  bench_steps=2, bench_passes=2, bench_repeats=1, bench_rounds=2, bench_inner=1),
     quick=replace(cpu(), seeds=3, dims=(3, 16), horizon=15.0, gpt_n_layer=4, gpt_batch=4, gpt_passes=80,
-                  train_steps=20, bench_batch=128, bench_passes=20, bench_repeats=2, bench_rounds=6),
+                  train_steps=20, bench_batch=128, bench_passes=20, bench_repeats=2, bench_rounds=6, bench_inner=2),
     full=replace(cpu(), seeds=8),
 )

@@ -16,6 +16,7 @@ comparisons), so there is no validation split to tune on.
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -354,19 +355,21 @@ def performance(cfg: Config, seeds: list[int], out: Path) -> Section:
         fn(model, ids, iterations=cfg.bench_passes)
         return time.perf_counter() - t0
 
-    for r in range(cfg.bench_rounds):  # interleaved rounds, the order alternating: one ratio per round
+    for r in range(cfg.bench_rounds):  # interleaved rounds, the order alternating: one ratio of minima per round
         first, second = (plain_passes, hf_consensus_loop) if r % 2 == 0 else (hf_consensus_loop, plain_passes)
-        ta, tb = timed(first), timed(second)
-        t_plain, t_loop = (ta, tb) if first is plain_passes else (tb, ta)
-        overheads.append(100.0 * (t_loop / t_plain - 1.0))
+        best = {plain_passes: math.inf, hf_consensus_loop: math.inf}
+        for _ in range(cfg.bench_inner):  # the minimum of a few back-to-back timings drops outside interference
+            for fn in (first, second):
+                best[fn] = min(best[fn], timed(fn))
+        overheads.append(100.0 * (best[hf_consensus_loop] / best[plain_passes] - 1.0))
     sec.add(Claim.threshold(
-        claim="The consensus loop (diagnostic after every block, in float64) costs ≤ 10% more than plain passes of "
+        claim="The consensus loop (fused diagnostic after every block) costs ≤ 10% more than plain passes of "
               "the same blocks",
         metric="overhead (%)", ours=overheads, threshold=10.0, higher_is_better=False, kind="target",
         paper="engineering target of the issue (no paper number)",
         note=f"tiny GPT-2 with MLPs, {cfg.gpt_batch} × {cfg.gpt_length} tokens, {cfg.bench_passes} passes; "
-             f"{cfg.bench_rounds} interleaved rounds (order alternating), one ratio each; timed alone under the CPU "
-             "lock"))
+             f"{cfg.bench_rounds} interleaved rounds (order alternating), each the ratio of the minima of "
+             f"{cfg.bench_inner} timings per path; timed under the CPU lock"))
     return sec
 
 
