@@ -103,7 +103,7 @@ class Config:
     """Adam learning rate of the adjoint baseline."""
     adjoint_mus: tuple[float, ...] = (0.0, 10.0, 1000.0)
     """Penalties mu of J + mu max(s - s0, 0)^2 reported for the adjoint baseline."""
-    guidance_grid: tuple[float, ...] = (100.0, 500.0, 2500.0)
+    guidance_grid: tuple[float, ...] = (20.0, 100.0, 500.0)
     """lambda_g values SafeDiffCon is tuned over on the validation split."""
     state_guidance_grid: tuple[float, ...] = (0.2, 1.0, 5.0)
     """lambda_g values of the safety_estimate='state' row (its gradient falls on one entry of the state channel,
@@ -115,6 +115,9 @@ class Config:
     few_seeds: int = 3
     """Seeds (the first ones) of the rows that are costly or equal to (d) by construction: the released
     safety-row mask (its own pretraining), safety_estimate='state' (its own post-training), the tied lambda."""
+    options_all_seeds: bool = True
+    """Run the cheaper released-code options (InfFT chaining, official quantile, InfFT EMA) on every seed; False:
+    on the first few_seeds only (the quick run)."""
     mask_row: bool = True
     """Measure the released safety-row mask in reproduce (one more pretraining of pretrain_steps)."""
     speed_trajectories: int = 32
@@ -186,7 +189,8 @@ BUDGETS = Budgets(
                   timesteps=20, ddim_steps=3, pretrain_steps=5, post_epochs=1, post_steps=3, infft_iters=1,
                   adjoint_iters=3, speed_trajectories=2, seeds=1, alpha=0.9, guidance_grid=(500.0,),
                   state_guidance_grid=(1.0,), mu_grid=(100.0,), adjoint_mus=(0.0, 100.0), few_seeds=1),
-    quick=replace(cpu(), n_train=1000, n_cal=100, n_holdout=50, n_test=24, n_val=12, pretrain_steps=160,
-                  post_steps=20, adjoint_iters=12, speed_trajectories=16, seeds=3, few_seeds=1, mask_row=False),
+    quick=replace(cpu(), n_train=1000, n_cal=60, n_holdout=40, n_test=24, n_val=12, pretrain_steps=160,
+                  post_steps=20, adjoint_iters=12, speed_trajectories=16, seeds=3, few_seeds=1, mask_row=False,
+                  options_all_seeds=False),
     full=replace(cpu(), seeds=6),
 )

@@ -218,6 +218,9 @@ def safe_control(cfg: Config, seeds: list[int], out: Path) -> Section:
     k_few = min(cfg.few_seeds, len(seeds))
     few = f" [first {k_few} seeds]" if k_few < len(seeds) else ""
     v_tie, v_state, v_mask = VARIANTS[2] + few, VARIANTS[5] + few, VARIANTS[6] + few
+    opt_few = "" if cfg.options_all_seeds else few  # the cheaper released-code options: every seed, or the first few
+    v_chain, v_quant, v_ema = VARIANTS[0] + opt_few, VARIANTS[1] + opt_few, VARIANTS[4] + opt_few
+    on_opt_seed = (lambda i: True) if cfg.options_all_seeds else (lambda i: i < k_few)
     pre_mask = None
     if cfg.mask_row and k_few > 0 and not cfg.official_safety_row_mask:
         _, pre_mask, t_mask = _pretrained(cfg, seeds[0], row_mask=True)
@@ -300,16 +303,16 @@ def safe_control(cfg: Config, seeds: list[int], out: Path) -> Section:
                                        released_chain=cfg.infft_from_pretrained, tie=cfg.infft_tie_lambda,
                                        ema=cfg.infft_ema, on_iter=at_iter)
         # the released code's options, one at a time, on the same post-trained model, instances and seeds
-        if not cfg.infft_from_pretrained:
-            infft(pre, VARIANTS[0], released_chain=True, tie=cfg.infft_tie_lambda, ema=cfg.infft_ema,
+        if not cfg.infft_from_pretrained and on_opt_seed(i):
+            infft(pre, v_chain, released_chain=True, tie=cfg.infft_tie_lambda, ema=cfg.infft_ema,
                   coverage=pre_mask is not None and i < k_few)
-        if cfg.quantile_method != "official":
-            infft(post, VARIANTS[1], released_chain=False, tie=cfg.infft_tie_lambda, qmethod="official",
+        if cfg.quantile_method != "official" and on_opt_seed(i):
+            infft(post, v_quant, released_chain=False, tie=cfg.infft_tie_lambda, qmethod="official",
                   ema=cfg.infft_ema)
         if not cfg.infft_tie_lambda and i < k_few:
             infft(post, v_tie, released_chain=False, tie=True, ema=cfg.infft_ema)
-        if not cfg.infft_ema:
-            infft(post, VARIANTS[4], released_chain=False, tie=cfg.infft_tie_lambda, ema=True, coverage=True)
+        if not cfg.infft_ema and on_opt_seed(i):
+            infft(post, v_ema, released_chain=False, tie=cfg.infft_tie_lambda, ema=True, coverage=True)
         if post_state is not None:
             infft(post_state, v_state, released_chain=False, tie=cfg.infft_tie_lambda, ema=cfg.infft_ema,
                   lam_g=chosen["state_guidance_lambda"], q_start=q_state, coverage=True)
@@ -425,7 +428,7 @@ def safe_control(cfg: Config, seeds: list[int], out: Path) -> Section:
                "guided test samples with s_hat < 0 (impossible for s = max u^2)"],
               [[n, _fmt(v["Q"]), _fmt(v["coverage"]), _fmt(v["certified"]), _fmt(v["negative"])]
                for n, v in var.items()])
-    pairs = [(VARIANTS[4], METHODS[4]), (v_state, METHODS[4]), (v_mask, VARIANTS[0]), (v_tie, METHODS[4])]
+    pairs = [(v_ema, METHODS[4]), (v_state, METHODS[4]), (v_mask, v_chain), (v_tie, METHODS[4])]
     rows = []
     for opt, ref in pairs:
         if opt not in res or ref not in res:
