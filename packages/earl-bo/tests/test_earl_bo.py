@@ -481,3 +481,43 @@ def test_tuning_picks_the_best_validation_score_with_equal_grids(monkeypatch):
     # negative control: without tuning, each grid's middle
     untuned = rp.tune(replace(cfg, tune=False), ["earl-bo", "turbo"], Section("t"))
     assert untuned == {"earl-bo": {"lr": 1e-3}, "turbo": {"length_init": 0.8}}
+
+
+def test_tuning_extends_an_edge_choice_but_never_past_a_hard_bound(monkeypatch):
+    from dataclasses import replace
+
+    from earl_bo import reproduce as rp
+    from earl_bo.config import BUDGETS
+    from icml25.experiment import Section
+
+    # final regret falls as lr falls (optimum below the grid) and as restarts fall (bound 1); TuRBO prefers 1.6 (bound)
+    def regret(m, opts):
+        if m == "earl-bo":
+            return abs(np.log10(opts["lr"]) - np.log10(1e-4)) + 0.1
+        if m == "msl":
+            return float(opts["num_restarts"])
+        return 2.0 - opts["length_init"]
+
+    seen = []
+
+    def fake(jobs, workers):
+        out = []
+        for bench, m, *_rest in jobs:
+            seen.append((m, dict(_rest[3])))
+            out.append({"regret": [10.0, regret(m, _rest[3])]})
+        return out
+
+    monkeypatch.setattr(rp, "_run_jobs", fake)
+    cfg = replace(BUDGETS.quick, val_functions=("ackley-5",))
+    sec = Section("t")
+    chosen = rp.tune(cfg, ["earl-bo", "msl", "turbo"], sec)
+    assert chosen["earl-bo"]["lr"] == pytest.approx(9e-5)  # 3e-4 was the edge: extended to 9e-5, then 2.7e-5
+    assert chosen["msl"] == {"num_restarts": 1} and chosen["turbo"] == {"length_init": 1.6}
+    # nothing past a hard bound was ever run (restarts 0.5, side 3.2)
+    assert all(rp._valid(o) for _, o in seen)
+    assert {"num_restarts": 0.5} not in [o for m, o in seen if m == "msl"]
+    notes = " ".join(sec.notes)
+    assert notes.count("its hard bound") == 2 and "+2 from extending the grid" in notes
+    # negative control: the bounds reject what they should
+    assert not rp._valid({"num_restarts": 0.5}) and not rp._valid({"length_init": 3.2}) and not rp._valid({"lr": 0.0})
+    assert rp._valid({"num_restarts": 1}) and rp._valid({"length_init": 1.6})

@@ -1,8 +1,9 @@
 """Side-by-side reproduction of EARL-BO's claims at CPU scale (Cheon et al., ICML 2025): a list of experiments.
 
 1. ``regret``: first every method with a free hyper-parameter picks it from a grid of three points
-   (:data:`earl_bo.config.GRIDS`) on validation functions (differently shifted boxes and initial designs, never the
-   test seeds; the same budget as the test runs) with :func:`icml25.tuning.tune_alike`. Then EARL-BO (H = 3) against
+   (:data:`earl_bo.config.GRIDS`, a choice at an edge extended by up to two steps, never past a knob's hard bound) on
+   validation functions (differently shifted boxes and initial designs, never the test seeds; the same budget as the
+   test runs) with :func:`icml25.tuning.tune_alike`. Then EARL-BO (H = 3) against
    Sobol search, the box-centre baseline, analytic LogEI and TuRBO-1 on Ackley and Levy (d = 5, 10) with each seed's
    box shifted at random (the same for every method); on the ablation functions against botorch's 2-step lookahead,
    EARL-BO with H = 1 and EARL-BO without the TuRBO stage; on the unshifted functions (Ackley's optimum at the box
@@ -28,6 +29,7 @@ import math
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from icml25.claims import Claim, Report
@@ -126,6 +128,36 @@ def _options(method: str, cfg: Config, chosen: dict[str, dict]) -> dict:
     return dict(knob)
 
 
+EXTEND = 2
+"""Steps a tuned choice at its grid's edge may be extended by (every method alike; TuRBO's bounded side excepted)."""
+
+
+KNOB_BOUNDS: dict[str, tuple[float, float]] = {"num_restarts": (1, math.inf), "length_init": (0.0, 1.6),
+                                                "lr": (0.0, math.inf), "sigma": (0.0, math.inf)}
+"""Hard bounds of the tuned knobs (restarts: integers >= 1; TuRBO's initial side at most its maximum 1.6)."""
+
+
+def _valid(p: dict) -> bool:
+    for k, v in p.items():
+        lo, hi = KNOB_BOUNDS.get(k, (-math.inf, math.inf))
+        if not (lo <= v <= hi and (lo < v or k == "num_restarts")):
+            return False
+        if k == "num_restarts" and float(v) != int(v):
+            return False
+    return True
+
+
+def _beyond(vals: list, v: Any) -> Any:
+    """The next grid value past ``v`` (an edge of ``vals``), as the tuner would extend to."""
+    from icml25.tuning import _next_value
+
+    return _next_value(list(vals), v == max(vals))
+
+
+def _key(p: dict) -> tuple:
+    return tuple(sorted(p.items()))
+
+
 def _middle(grid: dict[str, tuple]) -> dict:
     return {k: v[len(v) // 2] for k, v in grid.items()}
 
@@ -141,28 +173,47 @@ def tune(cfg: Config, methods: list[str], sec: Section) -> dict[str, dict]:
         return {m: _middle(g) for m, g in grids.items()}
     points = {m: [dict(zip(g, combo)) for combo in itertools.product(*g.values())] for m, g in grids.items()}
     vals = [(b, cfg.val_seed + i) for b in cfg.val_functions for i in range(cfg.val_instances)]
+
+    def jobs_for(m: str, p: dict) -> list[tuple]:
+        base = {**asdict(cfg.agent), **p} if m == "earl-bo" else p
+        return [(b, m, s, _n_init(cfg, _parse(b)[1]), cfg.budget, base, cfg.shift, None) for b, s in vals]
+
     jobs, keys = [], []
     for m, ps in points.items():
-        for j, p in enumerate(ps):
-            base = {**asdict(cfg.agent), **p} if m == "earl-bo" else p
-            for b, s in vals:
-                jobs.append((b, m, s, _n_init(cfg, _parse(b)[1]), cfg.budget, base, cfg.shift, None))
-                keys.append((m, j))
-    res = _run_jobs(jobs, cfg.workers)
+        for p in ps:
+            jobs += jobs_for(m, p)
+            keys += [(m, _key(p))] * len(vals)
     scores: dict[tuple, list[float]] = {}
-    for k, r in zip(keys, res):
-        scores.setdefault(k, []).append(float(r["regret"][-1] / max(r["regret"][0], 1e-12)))
+
+    def collect(ks: list[tuple], res: list[dict]) -> None:
+        for k, r in zip(ks, res, strict=True):
+            scores.setdefault(k, []).append(float(r["regret"][-1] / max(r["regret"][0], 1e-12)))
+
+    collect(keys, _run_jobs(jobs, cfg.workers))
 
     def evaluator(m: str):
-        return lambda p: float(np.mean(scores[(m, points[m].index(p))]))
+        def f(p: dict) -> float:
+            if not _valid(p):  # beyond a hard bound (no run): never chosen
+                return math.inf
+            if (m, _key(p)) not in scores:  # a point beyond the grid's edge: its validation runs, in parallel
+                collect([(m, _key(p))] * len(vals), _run_jobs(jobs_for(m, p), cfg.workers))
+            return float(np.mean(scores[(m, _key(p))]))
+        return f
 
-    sel = tune_alike({LABELS[m]: (evaluator(m), grids[m]) for m in grids}, higher_is_better=False)
+    # a choice at an edge is extended by up to EXTEND steps for every method alike; a step past a hard bound
+    # (KNOB_BOUNDS) is not run, and a choice sitting on its bound is reported as such
+    sel = tune_alike({LABELS[m]: (evaluator(m), grids[m]) for m in grids}, higher_is_better=False, extend=EXTEND)
+    for sl in sel.values():
+        sl.trials = [t for t in sl.trials if _valid(t["params"])]
+        sl.grid = {k: [v for v in vs if _valid({k: v})] for k, vs in sl.grid.items()}
+        sl.at_edge = [f"{k}={v}" + (" (its hard bound)" if not _valid({k: _beyond(sl.grid[k], v)}) else "")
+                      for k, v in sl.params.items() if len(sl.grid[k]) >= 2 and v in (min(sl.grid[k]), max(sl.grid[k]))]
     cols, rows = selections_table(sel)
     sec.table(f"Hyper-parameters chosen on validation ({len(vals)} validation instance(s): "
               f"{', '.join(f'{b} (seed {s})' for b, s in vals)}; score = mean final regret / regret after the "
               f"initial design, lower is better)", cols, rows)
-    trial_rows = [[LABELS[m], ", ".join(f"{k}={v}" for k, v in p.items()), float(np.mean(scores[(m, j)]))]
-                  for m, ps in points.items() for j, p in enumerate(ps)]
+    trial_rows = [[n, ", ".join(f"{k}={v}" for k, v in t["params"].items()), t["score"]]
+                  for n, sl in sel.items() for t in sl.trials]
     sec.table("Every validation trial", ["method", "setting", "validation score (lower is better)"], trial_rows)
     sec.notes += [s.note() for s in sel.values()]
     by_label = {LABELS[m]: m for m in grids}
