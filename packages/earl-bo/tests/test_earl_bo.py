@@ -391,6 +391,20 @@ def test_reproduce_task_names_and_budgets():
         reproduce(quick=False, smoke=True, out=Path("never"), seed=0, task="nope")
     full = HPO_BUDGETS.full
     assert full.benchmarks == ("hpo-digits-5",) and full.seeds >= 5 and "hpo-digits-5" in full.lookahead
+    assert full.tune and all(v.startswith("hpo-") and "digits" not in v for v in full.val_functions)  # never tune on test
+
+
+def test_hpo_validation_task_is_another_data_set_with_the_same_space():
+    from earl_bo.objectives import hpo_task, make_objective
+
+    w, d = make_objective("hpo-wine", 5), make_objective("hpo-digits", 5)
+    np.testing.assert_array_equal(w.bounds, d.bounds)
+    x = (w.bounds[0] + w.bounds[1]) / 2
+    a, b = w.f(x), d.f(x)
+    assert 0.0 < a <= 1.0 and 0.0 < b <= 1.0 and a != b  # negative control: a different data set, a different value
+    assert w.f(x) == a  # deterministic
+    with pytest.raises(EarlBoError, match="HPO data set"):
+        hpo_task("iris-typo")
 
 
 def test_cached_initial_values_are_used_and_change_nothing_when_right():

@@ -42,9 +42,9 @@ class OptimizeOptions(BaseOptions):
     """Maximise one benchmark function with one method; writes result.json (queries, values, best so far)."""
 
     benchmark: Benchmark = "ackley"
-    """Objective: ackley, levy, rosenbrock, hartmann, branin (botorch, negated) or hpo-digits (scikit-learn's bundled digits)."""
+    """Objective: ackley, levy, rosenbrock, hartmann, branin (botorch, negated), hpo-digits or hpo-wine (scikit-learn's bundled data)."""
     dim: int = 5
-    """Dimension d (hartmann: 3, 4 or 6; branin: 2; hpo-digits: 5)."""
+    """Dimension d (hartmann: 3, 4 or 6; branin: 2; hpo-digits, hpo-wine: 5)."""
     n_init: int = 5
     """Initial Sobol points (>= 2)."""
     budget: int = 10
@@ -86,7 +86,7 @@ class BenchmarkOptions(BaseOptions):
     a best-so-far plot."""
 
     benchmark: Benchmark = "ackley"
-    """Objective: ackley, levy, rosenbrock, hartmann, branin or hpo-digits."""
+    """Objective: ackley, levy, rosenbrock, hartmann, branin, hpo-digits or hpo-wine."""
     dim: int = 5
     """Dimension d."""
     n_init: int = 5

@@ -1,5 +1,6 @@
 """Objectives with a known optimum: botorch's synthetic test functions (negated, so BO maximises), and a
-hyper-parameter tuning task on scikit-learn's bundled digits (scikit-learn is a dependency).
+hyper-parameter tuning task on scikit-learn's bundled digits, and the same task on its bundled wine data (the HPO
+task's validation objective; scikit-learn is a dependency).
 
 ``make_objective(name, dim) -> Objective`` with ``f(x [d]) -> float``, ``bounds [2, d]`` and ``optimum`` (the best
 value, for simple regret ``optimum - max y``; ``None`` when unknown).
@@ -16,8 +17,10 @@ from earl_bo.errors import EarlBoError
 
 SYNTHETIC = {"ackley": "Ackley", "levy": "Levy", "rosenbrock": "Rosenbrock", "hartmann": "Hartmann",
              "branin": "Branin"}
-FIXED_DIMS = {"hartmann": (3, 4, 6), "branin": (2,), "hpo-digits": (5,)}
-NAMES = (*SYNTHETIC, "hpo-digits")
+HPO_DATA = ("digits", "wine")
+"""scikit-learn's bundled classification data sets of the HPO task (``hpo-digits``, ``hpo-wine``)."""
+FIXED_DIMS = {"hartmann": (3, 4, 6), "branin": (2,), **{f"hpo-{n}": (5,) for n in HPO_DATA}}
+NAMES = (*SYNTHETIC, *(f"hpo-{n}" for n in HPO_DATA))
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,8 @@ class Objective:
 
 
 def make_objective(name: str, dim: int, *, shift: float = 0.0, seed: int = 0) -> Objective:
-    """``ackley|levy|rosenbrock`` (any d >= 2), ``hartmann`` (d in 3, 4, 6), ``branin`` (d = 2), ``hpo-digits`` (d = 5).
+    """``ackley|levy|rosenbrock`` (any d >= 2), ``hartmann`` (d in 3, 4, 6), ``branin`` (d = 2), ``hpo-digits`` and
+    ``hpo-wine`` (d = 5).
 
     ``shift > 0`` moves the search box of a synthetic function by a random offset of up to ``shift`` (at most 0.4)
     times its side in every dimension (seeded), so that the optimum is not at the box centre (Ackley's is exactly
@@ -48,8 +52,8 @@ def make_objective(name: str, dim: int, *, shift: float = 0.0, seed: int = 0) ->
         raise EarlBoError(f"benchmark {name!r} has dimension {FIXED_DIMS[name]}, got dim={dim}")
     if dim < 1 or (name in ("ackley", "levy", "rosenbrock") and dim < 2):
         raise EarlBoError(f"dim must be >= 2 for {name!r}, got {dim}")
-    if name == "hpo-digits":
-        return hpo_digits()
+    if name.startswith("hpo-"):
+        return hpo_task(name.removeprefix("hpo-"))
     import torch
     from botorch.test_functions import synthetic
 
@@ -79,17 +83,20 @@ HPO_SPACE = (
 )
 
 
-def hpo_digits(*, max_iter: int = 15, folds: int = 3) -> Objective:
-    """3-fold CV accuracy of ``HistGradientBoostingClassifier`` on sklearn's bundled digits, over 5 hyper-parameters
-    (:data:`HPO_SPACE`). scikit-learn is a dependency of this package; its digits data ship inside it."""
+def hpo_task(data: str = "digits", *, max_iter: int = 15, folds: int = 3) -> Objective:
+    """3-fold CV accuracy of ``HistGradientBoostingClassifier`` on one of scikit-learn's bundled data sets
+    (:data:`HPO_DATA`: digits, 1797 × 64, 10 classes; wine, 178 × 13, 3 classes), over 5 hyper-parameters
+    (:data:`HPO_SPACE`). scikit-learn is a dependency of this package; these data ship inside it."""
+    if data not in HPO_DATA:
+        raise EarlBoError(f"unknown HPO data set {data!r}; choose one of {', '.join(HPO_DATA)}")
     try:
-        from sklearn.datasets import load_digits
+        from sklearn import datasets
         from sklearn.ensemble import HistGradientBoostingClassifier
         from sklearn.model_selection import cross_val_score
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise EarlBoError("benchmark 'hpo-digits' needs scikit-learn: pip install scikit-learn") from exc
-    data = load_digits()
-    xd, yd = data.data, data.target
+        raise EarlBoError(f"benchmark 'hpo-{data}' needs scikit-learn: pip install scikit-learn") from exc
+    bundle = getattr(datasets, f"load_{data}")()
+    xd, yd = bundle.data, bundle.target
 
     def f(x: np.ndarray) -> float:
         lr, leaves, leaf, l2, feat = (float(v) for v in x)
@@ -99,4 +106,9 @@ def hpo_digits(*, max_iter: int = 15, folds: int = 3) -> Objective:
         return float(cross_val_score(clf, xd, yd, cv=folds).mean())
 
     bounds = np.array([[lo for _, lo, _ in HPO_SPACE], [hi for _, _, hi in HPO_SPACE]], dtype=np.float64)
-    return Objective(name="hpo-digits", f=f, bounds=bounds, optimum=1.0)
+    return Objective(name=f"hpo-{data}", f=f, bounds=bounds, optimum=1.0)
+
+
+def hpo_digits(*, max_iter: int = 15, folds: int = 3) -> Objective:
+    """:func:`hpo_task` on scikit-learn's digits (the tuning task of ``reproduce --task hpo-digits``)."""
+    return hpo_task("digits", max_iter=max_iter, folds=folds)
