@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 import torch
 from relbench.base import Database, Table
-from relgnn.graph import build_graph, snapshot, to_seconds
+from relgnn.errors import SchemaError
+from relgnn.graph import DanglingForeignKeyWarning, build_graph, snapshot, to_seconds
 from relgnn.model import RelationalModel
 from relgnn.sampler import TemporalSampler
 
@@ -29,7 +31,8 @@ def test_dangling_fk_dropped_and_const_feature(fake_db):
     db = fake_db()
     db.table_dict["review"].df.loc[0, "customer_id"] = 999  # dangling
     db.table_dict["product"].df = db.table_dict["product"].df[["product_id"]]  # no feature column
-    g = build_graph(db)
+    with pytest.warns(DanglingForeignKeyWarning, match="'review', foreign key 'customer_id'.*1 row.*999"):
+        g = build_graph(db)
     assert g.data["review", "f2p_customer_id", "customer"].edge_index.shape[1] == len(db.table_dict["review"].df) - 1
     assert g.specs["product"].num_cols == ["__const__"]
 
@@ -134,27 +137,125 @@ def test_prediction_independent_of_batch_composition(tiny_graph):
     assert torch.equal(outs[0][2], outs[1][2]) and torch.allclose(outs[0][1], outs[1][1], atol=1e-6)
 
 
-def test_primary_keys_are_rekeyed(fake_db):
-    """Keys that are not 0..n-1 (strings, gaps, shuffled order) load: the graph equals the one of the row-keyed
-    database, FKs follow the key map, unknown FKs are dropped, and task ids map through the same key map."""
+def _rekeyed_copy(fake_db, *, shuffle: bool, seed: int = 0):
+    """The fake database with string customer keys, gapped descending product keys, int review keys with gaps, and
+    (``shuffle``) every table's rows in a random order; returns it with, per table, the original row of each new
+    row."""
+    rng = np.random.default_rng(seed)
     db = fake_db()
-    g0 = build_graph(db)
     ckeys = np.array([f"c{10 * i + 3}" for i in range(len(db.table_dict["customer"].df))])
-    pkeys = np.array([100 + 7 * i for i in range(len(db.table_dict["product"].df))])[::-1]  # gaps, descending
-    db2 = fake_db()
-    cust, prod = db2.table_dict["customer"].df, db2.table_dict["product"].df
-    cust["customer_id"], prod["product_id"] = ckeys, pkeys
-    for t in ("review", "relations"):
-        df = db2.table_dict[t].df
-        df["customer_id"] = ckeys[df["customer_id"].to_numpy()]
-        df["product_id"] = pkeys[df["product_id"].to_numpy()]
+    pkeys = np.array([100 + 7 * i for i in range(len(db.table_dict["product"].df))])[::-1].copy()
+    rkeys = 1000 + 3 * np.arange(len(db.table_dict["review"].df))
+    keys = {"customer": ckeys, "product": pkeys, "review": rkeys}
+    out, perm = {}, {}
+    for name, t in db.table_dict.items():
+        df = t.df.copy()
+        if name in keys:
+            df[t.pkey_col] = keys[name][df[t.pkey_col].to_numpy()]
+        for fk, parent in t.fkey_col_to_pkey_table.items():
+            df[fk] = keys[parent][df[fk].to_numpy()]
+        p = rng.permutation(len(df)) if shuffle else np.arange(len(df))
+        perm[name] = p
+        out[name] = Table(df.iloc[p].reset_index(drop=True), dict(t.fkey_col_to_pkey_table), t.pkey_col, t.time_col)
+    return Database(out), keys, perm
+
+
+def _edge_set(g, et, perm=None):
+    s, _, d = et
+    e = g.data[et].edge_index
+    a, b = e[0].numpy(), e[1].numpy()
+    if perm is not None:
+        a, b = perm[s][a], perm[d][b]
+    return set(zip(a.tolist(), b.tolist()))
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_primary_keys_are_rekeyed(fake_db, shuffle):
+    """Keys that are not 0..n-1 (strings, gaps, descending, shuffled rows) load: the graph equals the one of the
+    row-keyed database up to the row permutation (edges, features, times), task ids map through the key map, and
+    RelGNN's outputs are the same rows permuted. Negative control: a wrong permutation does not match."""
+    db0 = fake_db()
+    g0 = build_graph(db0)
+    db2, keys, perm = _rekeyed_copy(fake_db, shuffle=shuffle)
     g2 = build_graph(db2)
+    assert set(g2.key_maps) == {"customer", "product", "review"} | ({"relations"} if shuffle else set())
     for et in g0.edge_types:
-        assert torch.equal(g0.data[et].edge_index, g2.data[et].edge_index), et
-    assert list(g2.to_rows("customer", [ckeys[2], "nope"])) == [2, -1]
-    assert list(g2.to_keys("product", [0, 1])) == list(pkeys[:2])
-    # negative control: a foreign key that is not a key of its parent becomes dangling (dropped)
+        assert _edge_set(g2, et, perm) == _edge_set(g0, et), et
+    for nt in g0.node_types:
+        assert torch.allclose(g2.data[nt].x_num, g0.data[nt].x_num[perm[nt]], atol=1e-6), nt
+        assert torch.equal(g2.data[nt].x_cat, g0.data[nt].x_cat[perm[nt]]), nt
+        if "time" in g0.data[nt]:
+            assert torch.equal(g2.data[nt].time, g0.data[nt].time[perm[nt]])
+    # task ids: original keys -> new rows -> original rows
+    c = g2.to_rows("customer", keys["customer"][[2, 4]])
+    assert list(perm["customer"][c]) == [2, 4]
+    assert list(g2.to_rows("customer", ["nope"])) == [-1]
+    assert list(g2.to_keys("product", g2.to_rows("product", keys["product"][:2]))) == list(keys["product"][:2])
+    # the same model (same parameters) gives the same outputs, row for row
+    torch.manual_seed(0)
+    model = RelationalModel(specs=g0.specs, edge_types=g0.edge_types, gnn="relgnn", channels=8, num_layers=2,
+                            num_heads=2).eval()
+    t = int(g0.data["review"].time.max())
+    with torch.no_grad():
+        h0, h2 = model(snapshot(g0, t, cache=False)), model(snapshot(g2, t, cache=False))
+    for nt in h0:
+        assert torch.allclose(h2[nt], h0[nt][perm[nt]], atol=1e-5), nt
+    if shuffle:  # negative control: without the permutation the rows do not line up
+        assert not torch.allclose(h2["customer"], h0["customer"], atol=1e-3)
+        assert _edge_set(g2, g0.edge_types[0]) != _edge_set(g0, g0.edge_types[0])
+
+
+def test_dangling_foreign_keys_warn_or_raise(fake_db):
+    """A non-null foreign key that is not a key of its parent: dropped with a warning naming table and column
+    (default), or a SchemaError with dangling_fk='error'. Null foreign keys are no parent, not dangling."""
+    db2, keys, _ = _rekeyed_copy(fake_db, shuffle=False)
+    n0 = _edge_set(build_graph(db2), ("review", "f2p_customer_id", "customer"))
     db2.table_dict["review"].df.loc[0, "customer_id"] = "c999"
-    g3 = build_graph(db2)
-    assert g3.data["review", "f2p_customer_id", "customer"].edge_index.shape[1] == \
-        g0.data["review", "f2p_customer_id", "customer"].edge_index.shape[1] - 1
+    with pytest.warns(DanglingForeignKeyWarning, match=r"'review', foreign key 'customer_id' -> 'customer'.*c999"):
+        g3 = build_graph(db2)
+    assert len(_edge_set(g3, ("review", "f2p_customer_id", "customer"))) == len(n0) - 1
+    with pytest.raises(SchemaError, match=r"'review', foreign key 'customer_id'.*1 row"):
+        build_graph(db2, dangling_fk="error")
+    # a row-keyed parent: out-of-range and non-integer values are dangling too
+    db = fake_db()
+    db.table_dict["relations"].df["product_id"] = db.table_dict["relations"].df["product_id"].astype("float64")
+    db.table_dict["relations"].df.loc[[0, 1], "product_id"] = [2.5, -1.0]
+    with pytest.raises(SchemaError, match=r"'relations', foreign key 'product_id'.*2 row"):
+        build_graph(db, dangling_fk="error")
+    # negative control: a null foreign key is "no parent", neither dangling nor an error
+    db = fake_db()
+    db.table_dict["review"].df["customer_id"] = db.table_dict["review"].df["customer_id"].astype("Int64")
+    db.table_dict["review"].df.loc[0, "customer_id"] = pd.NA
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DanglingForeignKeyWarning)
+        g = build_graph(db, dangling_fk="error")
+    assert g.data["review", "f2p_customer_id", "customer"].edge_index.shape[1] == len(db.table_dict["review"].df) - 1
+    with pytest.raises(SchemaError, match="dangling_fk must be one of"):
+        build_graph(db, dangling_fk="ignore")
+
+
+def test_nonfinite_numeric_features(fake_db):
+    """NaN is imputed with the fitting mean (0 after standardisation; statistics from the other rows); inf raises
+    a SchemaError naming table and column, or is imputed like NaN with nonfinite='missing'."""
+    db = fake_db()
+    price = db.table_dict["product"].df["price"].to_numpy().copy()
+    db.table_dict["product"].df.loc[1, "price"] = np.nan
+    g = build_graph(db)
+    j = g.specs["product"].num_cols.index("price")
+    x = g.data["product"].x_num[:, j].double().numpy()
+    rest = np.delete(price, 1)
+    assert x[1] == 0.0
+    assert np.allclose(np.delete(x, 1), (rest - rest.mean()) / rest.std(), atol=1e-6)
+    db.table_dict["product"].df.loc[1, "price"] = np.inf
+    with pytest.raises(SchemaError, match=r"table 'product', column 'price': 1 infinite value.*key 1"):
+        build_graph(db)
+    g2 = build_graph(db, nonfinite="missing")
+    assert torch.equal(g2.data["product"].x_num, g.data["product"].x_num)  # same as NaN
+    assert torch.isfinite(g2.data["product"].x_num).all()
+    db.table_dict["product"].df.loc[2, "price"] = -np.inf
+    with pytest.raises(SchemaError, match="2 infinite value"):
+        build_graph(db)
+    # negative control: finite data is left alone by both settings
+    db = fake_db()
+    assert torch.equal(build_graph(db).data["product"].x_num, build_graph(db, nonfinite="missing").data["product"].x_num)

@@ -45,6 +45,12 @@ class TrainConfig(BaseOptions):
     needs relgnn[text]; nothing is downloaded)."""
     text_columns: tuple[str, ...] = ()
     """Text columns to embed with --text-model, as table.column (e.g. review.text)."""
+    dangling_fk: Literal["drop", "error"] = "drop"
+    """A non-null foreign key that is not a key of its parent table: 'drop' its edge with a warning naming table
+    and column (RelBench drops them too), or 'error'."""
+    nonfinite: Literal["error", "missing"] = "error"
+    """An infinite numeric feature value: 'error' (naming table and column) or 'missing' (imputed like NaN with the
+    fitting mean)."""
     ddp: bool = False
     """Data-parallel training, torch DDP with gloo on CPU (relgnn.distributed): under `torchrun --nproc-per-node N
     -m relgnn train --ddp ...` the process group comes from torchrun; otherwise --ddp-procs local processes are
@@ -91,7 +97,8 @@ def _prepare(cfg: dict):
         from relgnn.text import sentence_transformer_embedder
 
         embed = sentence_transformer_embedder(cfg["text_model"])
-    graph = build_graph(task.get_db(), text_columns=text, text_embedder=embed)
+    graph = build_graph(task.get_db(), text_columns=text, text_embedder=embed,
+                        dangling_fk=cfg.get("dangling_fk", "drop"), nonfinite=cfg.get("nonfinite", "error"))
     return graph, prepare_task(task, graph)
 
 
@@ -131,7 +138,7 @@ def train(cfg: TrainConfig) -> int:
     # model_config.json: the data keys and FitConfig's fields side by side (flat, as `relgnn evaluate` reads them)
     conf = {k: getattr(cfg, k) for k in _DATA_KEYS} | asdict(fc) | {
         "threads": cfg.threads, "text_model": str(cfg.text_model) if cfg.text_model else None,
-        "text_columns": list(cfg.text_columns)}
+        "text_columns": list(cfg.text_columns), "dangling_fk": cfg.dangling_fk, "nonfinite": cfg.nonfinite}
     rd = open_run_dir("relgnn", cfg) if rank == 0 else None  # under torchrun only process 0 writes
     if rd is not None:
         rd.write_config(conf | {"ddp": cfg.ddp, "ddp_procs": cfg.ddp_procs})

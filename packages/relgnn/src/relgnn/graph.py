@@ -1,13 +1,27 @@
 """RelBench database -> heterogeneous graph, and leak-free time snapshots of it.
 
-Follows RelBench's ``make_pkey_fkey_graph``: one node type per table, one node per row, one edge type per foreign key ``(F, "f2p_<fk>", D)`` plus its reverse
-``(D, "rev_f2p_<fk>", F)``; dangling (null / out-of-range) foreign keys are dropped. ``data[T].time`` holds unix
-seconds of the table's time column. Primary keys need not be ``0..n-1``: like RelBench's
-``reindex_pkeys_and_fkeys`` a table whose keys are anything else (strings, gaps, any order) is re-keyed to its row
-positions, foreign keys are mapped through the same key map (unknown keys become dangling and are dropped), and
-``RelGraph.key_maps`` keeps the original keys so task tables (entity ids, destination lists) can be mapped too. Column features use a plain encoding instead of torch-frame (not installed
-here): numeric/bool columns standardised (mean-imputed), datetime columns as standardised days, everything else
-categorical codes (0 = missing / rare). A table without feature columns gets the constant column ``__const__``.
+Follows RelBench's ``make_pkey_fkey_graph``: one node type per table, one node per row, one edge type per foreign key
+``(F, "f2p_<fk>", D)`` plus its reverse ``(D, "rev_f2p_<fk>", F)``. ``data[T].time`` holds unix seconds of the
+table's time column.
+
+**Primary-key re-keying.** Primary keys need not be ``0..n-1``: like RelBench's ``reindex_pkeys_and_fkeys`` a
+table whose keys are anything else (strings, gaps, any order, shuffled rows) is re-keyed to its row positions,
+foreign keys are mapped through the same key map, and ``RelGraph.key_maps`` keeps the original keys so task tables
+(entity ids, destination lists) map too (:meth:`RelGraph.to_rows` / :meth:`RelGraph.to_keys`). A null foreign key
+means "no parent" (no edge, no message). A non-null foreign key that is not a key of its parent table is
+**dangling**: ``dangling_fk="drop"`` (default) drops its edge with a :class:`DanglingForeignKeyWarning` naming the
+table, the column, the count and an example value (RelBench's reindexing maps such keys to null and its graph
+builder then drops them silently; we keep its behaviour so RelBench databases load, but say so);
+``dangling_fk="error"`` raises :class:`SchemaError` instead.
+
+**Features.** A plain encoding instead of torch-frame's (``encoder="torch-frame"`` re-encodes these columns):
+numeric/bool columns standardised with the mean and sd of their finite fitting values, datetime columns as
+standardised days, everything else categorical codes (0 = missing / rare; the vocabulary is ordered by count, ties
+by value, so it does not depend on row order). **Missing values** (NaN / None / NaT) are imputed with the fitting
+mean (0 after standardisation; torch-frame's default ``NAStrategy.MEAN`` for numerical columns). **Infinite
+values** raise :class:`SchemaError` naming the table and column (``nonfinite="error"``, the default: an ``inf`` is
+usually a bug upstream, e.g. a division by zero, and imputing it silently would hide it) or are treated as missing
+with ``nonfinite="missing"``. A table without feature columns gets the constant column ``__const__``.
 
 ``snapshot(graph, t)`` keeps only rows with ``time <= t`` (static tables whole) and the edges between kept rows:
 message passing on it cannot see anything later than ``t`` (the per-timestamp full-graph training of the paper
@@ -16,6 +30,7 @@ note, used instead of PyG's ``NeighborLoader`` which needs pyg-lib / torch-spars
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,6 +41,12 @@ from torch_geometric.data import HeteroData
 from relgnn.errors import SchemaError
 
 MAX_CATEGORIES = 64
+DANGLING_FK = ("drop", "error")
+NONFINITE = ("error", "missing")
+
+
+class DanglingForeignKeyWarning(UserWarning):
+    """Non-null foreign keys that are not keys of their parent table were dropped (``dangling_fk="drop"``)."""
 
 
 @dataclass
@@ -137,7 +158,8 @@ def _embed_text(name: str, col: str, ser: pd.Series, fit_rows: np.ndarray, embed
     return [f"{col}[{j}]" for j in range(e.shape[1])], [z[:, j] for j in range(e.shape[1])]
 
 
-def _encode_table(name, t, fit_df, text_cols=(), embed=None) -> tuple[np.ndarray, np.ndarray, TableSpec]:
+def _encode_table(name, t, fit_df, text_cols=(), embed=None, nonfinite: str = "error"
+                  ) -> tuple[np.ndarray, np.ndarray, TableSpec]:
     df = t.df
     keys = {t.pkey_col, t.time_col, *t.fkey_col_to_pkey_table}
     num_cols, cat_cols, cat_cards, nums, cats = [], [], [], [], []
@@ -153,6 +175,13 @@ def _encode_table(name, t, fit_df, text_cols=(), embed=None) -> tuple[np.ndarray
         if pd.api.types.is_bool_dtype(ser) or pd.api.types.is_numeric_dtype(ser):
             v = ser.astype("float64").to_numpy()
             f = fit.astype("float64").to_numpy()
+            inf = np.isinf(v)
+            if inf.any() and nonfinite == "error":
+                key = t.df[t.pkey_col].to_numpy()[inf][0] if t.pkey_col is not None else int(np.nonzero(inf)[0][0])
+                key = key.item() if isinstance(key, np.generic) else key
+                raise SchemaError(f"table {name!r}, column {col!r}: {int(inf.sum())} infinite value(s) (first at "
+                                  f"key {key!r}); fix them upstream or pass nonfinite='missing' (--nonfinite missing) "
+                                  f"to impute them like missing values")
         elif pd.api.types.is_datetime64_any_dtype(ser):
             v = _to_seconds(ser.fillna(pd.Timestamp(0))) / 86400.0
             v[ser.isna().to_numpy()] = np.nan
@@ -161,11 +190,13 @@ def _encode_table(name, t, fit_df, text_cols=(), embed=None) -> tuple[np.ndarray
         else:
             s = ser.map(lambda x: None if x is None or (isinstance(x, float) and np.isnan(x)) else str(x))
             counts = fit.dropna().astype(str).value_counts()
-            vocab = {c: i + 1 for i, c in enumerate(counts.index[: MAX_CATEGORIES - 1])}
+            ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))  # ties by value: row-order free
+            vocab = {c: i + 1 for i, (c, _) in enumerate(ranked[: MAX_CATEGORIES - 1])}
             cats.append(np.array([vocab.get(x, 0) if x is not None else 0 for x in s], dtype=np.int64))
             cat_cols.append(col)
             cat_cards.append(len(vocab) + 1)
             continue
+        f = np.where(np.isinf(f), np.nan, f)  # statistics of the finite fitting values (inf only with "missing")
         mu = np.nanmean(f) if np.isfinite(f).any() else 0.0
         sd = np.nanstd(f) if np.isfinite(f).any() else 1.0
         sd = sd if sd > 1e-12 else 1.0
@@ -184,16 +215,18 @@ def _is_row_keyed(pk: pd.Series) -> bool:
     return pd.api.types.is_integer_dtype(pk) and np.array_equal(pk.to_numpy(), np.arange(len(pk)))
 
 
-def rekey(db) -> tuple[dict[str, pd.DataFrame], dict[str, pd.Index]]:
+def rekey(db) -> tuple[dict[str, pd.DataFrame], dict[str, pd.Index], dict[tuple[str, str], tuple[int, object]]]:
     """Dataframes whose primary keys are row positions ``0..n-1`` and whose foreign keys point to row positions.
 
-    Returns ``(frames, key_maps)``: ``key_maps[table]`` holds the original keys (only tables that needed it); a
-    foreign key whose value is not a key of its parent becomes ``<NA>`` (dangling, dropped as an edge).
+    Returns ``(frames, key_maps, dangling)``: ``key_maps[table]`` holds the original keys (only tables that needed
+    it); a non-null foreign key whose value is not a key of its parent becomes ``<NA>`` and is counted in
+    ``dangling[(table, fk)] = (count, first value)`` (foreign keys into row-keyed tables are checked by
+    :func:`build_graph`).
     """
     tables = db.table_dict
     key_maps = {name: pd.Index(t.df[t.pkey_col].to_numpy()) for name, t in tables.items()
                 if t.pkey_col is not None and not _is_row_keyed(t.df[t.pkey_col])}
-    frames = {}
+    frames, dangling = {}, {}
     for name, t in tables.items():
         touched = ({t.pkey_col} if name in key_maps else set()) | {
             fk for fk, parent in t.fkey_col_to_pkey_table.items() if parent in key_maps}
@@ -205,15 +238,31 @@ def rekey(db) -> tuple[dict[str, pd.DataFrame], dict[str, pd.Index]]:
             df[t.pkey_col] = np.arange(len(df))
         for fk, parent in t.fkey_col_to_pkey_table.items():
             if parent in key_maps:
-                pos = key_maps[parent].get_indexer(t.df[fk].to_numpy())
+                vals = t.df[fk].to_numpy()
+                pos = key_maps[parent].get_indexer(vals)
+                bad = (pos < 0) & t.df[fk].notna().to_numpy()
+                if bad.any():
+                    ex = vals[bad][0]
+                    dangling[(name, fk)] = (int(bad.sum()), ex.item() if isinstance(ex, np.generic) else ex)
                 df[fk] = pd.array(np.where(pos >= 0, pos, 0), dtype="Int64")
                 df.loc[pos < 0, fk] = pd.NA
         frames[name] = df
-    return frames, key_maps
+    return frames, key_maps, dangling
+
+
+def _report_dangling(dangling: dict, tables, policy: str) -> None:
+    if not dangling:
+        return
+    lines = [f"table {t!r}, foreign key {fk!r} -> {tables[t].fkey_col_to_pkey_table[fk]!r}: {n} row(s) point to no "
+             f"row of the parent (e.g. {ex!r})" for (t, fk), (n, ex) in dangling.items()]
+    if policy == "error":
+        raise SchemaError("dangling foreign keys (dangling_fk='error'): " + "; ".join(lines))
+    warnings.warn("dangling foreign keys dropped (no edge; RelBench drops them too): " + "; ".join(lines),
+                  DanglingForeignKeyWarning, stacklevel=3)
 
 
 def build_graph(db, *, fit_until=None, text_columns: dict[str, list[str]] | None = None,
-                text_embedder=None) -> RelGraph:
+                text_embedder=None, dangling_fk: str = "drop", nonfinite: str = "error") -> RelGraph:
     """Build the full :class:`RelGraph` of a RelBench ``Database``.
 
     Args:
@@ -224,7 +273,15 @@ def build_graph(db, *, fit_until=None, text_columns: dict[str, list[str]] | None
             instead of as categories: each becomes ``d`` standardised numeric columns ``column[j]``.
         text_embedder: ``texts -> (n, d) array``, e.g. :func:`relgnn.text.sentence_transformer_embedder` on a
             local sentence-transformers model folder (nothing is downloaded).
+        dangling_fk: ``"drop"`` (default: a non-null foreign key that is not a key of its parent loses its edge,
+            with a :class:`DanglingForeignKeyWarning` naming table and column) or ``"error"`` (:class:`SchemaError`).
+        nonfinite: ``"error"`` (default: an infinite numeric value raises :class:`SchemaError` naming table and
+            column) or ``"missing"`` (imputed like NaN, with the fitting mean).
     """
+    if dangling_fk not in DANGLING_FK:
+        raise SchemaError(f"dangling_fk must be one of {DANGLING_FK}, got {dangling_fk!r}")
+    if nonfinite not in NONFINITE:
+        raise SchemaError(f"nonfinite must be one of {NONFINITE}, got {nonfinite!r}")
     validate_database(db)
     text_columns = {k: list(v) for k, v in (text_columns or {}).items()}
     if text_columns and text_embedder is None:
@@ -236,8 +293,10 @@ def build_graph(db, *, fit_until=None, text_columns: dict[str, list[str]] | None
         bad = [c for c in cols if c not in t.df.columns or c in {t.pkey_col, t.time_col, *t.fkey_col_to_pkey_table}]
         if bad:
             raise SchemaError(f"text_columns[{tname!r}]: {bad} are not feature columns of the table")
-    frames, key_maps = rekey(db)
+    frames, key_maps, dangling = rekey(db)
     from relbench.base import Database, Table
+
+    tables_in = db.table_dict
 
     db = Database({n: Table(frames[n], dict(t.fkey_col_to_pkey_table), t.pkey_col, t.time_col)
                    for n, t in db.table_dict.items()})
@@ -247,7 +306,8 @@ def build_graph(db, *, fit_until=None, text_columns: dict[str, list[str]] | None
         fit_df = t.df if fit_until is None or t.time_col is None else t.df[t.df[t.time_col] <= pd.Timestamp(fit_until)]
         if len(fit_df) == 0:
             fit_df = t.df
-        x_num, x_cat, spec = _encode_table(name, t, fit_df, set(text_columns.get(name, ())), text_embedder)
+        x_num, x_cat, spec = _encode_table(name, t, fit_df, set(text_columns.get(name, ())), text_embedder,
+                                           nonfinite)
         data[name].x_num = torch.tensor(x_num, dtype=torch.float32)
         data[name].x_cat = torch.tensor(x_cat, dtype=torch.long)
         data[name].num_nodes = len(t.df)
@@ -260,7 +320,11 @@ def build_graph(db, *, fit_until=None, text_columns: dict[str, list[str]] | None
         for fk, parent in t.fkey_col_to_pkey_table.items():
             fkv = pd.to_numeric(t.df[fk], errors="coerce").to_numpy(dtype="float64")
             n_par = len(db.table_dict[parent].df)
-            ok = np.isfinite(fkv) & (fkv >= 0) & (fkv < n_par)
+            ok = np.isfinite(fkv) & (fkv >= 0) & (fkv < n_par) & (fkv == np.round(fkv))
+            bad = ~ok & t.df[fk].notna().to_numpy()
+            if bad.any() and (name, fk) not in dangling:
+                ex = t.df[fk].to_numpy()[bad][0]
+                dangling[(name, fk)] = (int(bad.sum()), ex.item() if isinstance(ex, np.generic) else ex)
             src = np.nonzero(ok)[0]
             dst = fkv[ok].astype(np.int64)
             ei = torch.tensor(np.stack([src, dst]), dtype=torch.long)
@@ -268,6 +332,7 @@ def build_graph(db, *, fit_until=None, text_columns: dict[str, list[str]] | None
             data[name, f"f2p_{fk}", parent].edge_index = ei
             data[parent, f"rev_f2p_{fk}", name].edge_index = ei.flip(0)[:, perm]
             edge_types += [(name, f"f2p_{fk}", parent), (parent, f"rev_f2p_{fk}", name)]
+    _report_dangling(dangling, tables_in, dangling_fk)
     return RelGraph(data=data, specs=specs, edge_types=edge_types, key_maps=key_maps)
 
 
