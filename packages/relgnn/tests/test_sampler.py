@@ -121,3 +121,77 @@ def test_leak_of_a_future_row_is_caught(tiny_graph):
     st.n_id[0], st.time[0] = late, tiny_graph.data["purchases"].time[late]
     with pytest.raises(AssertionError, match="future row"):
         check_time_correct(sub)
+
+
+def _random_db(seed, n_users=8, n_items=6, n_rows=60):
+    """A small random bipartite database: users and items (static), purchases with random parents and times."""
+    rng = np.random.default_rng(seed)
+    t0 = pd.Timestamp("2021-01-01")
+    users = pd.DataFrame({"user_id": np.arange(n_users), "age": rng.integers(18, 60, n_users)})
+    items = pd.DataFrame({"item_id": np.arange(n_items), "price": rng.random(n_items)})
+    p = pd.DataFrame({"purchase_id": np.arange(n_rows), "user_id": rng.integers(0, n_users, n_rows),
+                      "item_id": rng.integers(0, n_items, n_rows),
+                      "time": [t0 + pd.Timedelta(days=int(d)) for d in rng.integers(0, 50, n_rows)]})
+    return Database({"users": Table(users, {}, "user_id", None), "items": Table(items, {}, "item_id", None),
+                     "purchases": Table(p, {"user_id": "users", "item_id": "items"}, "purchase_id", "time")})
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_graphs_brute_force_and_fanout_bound(seed, monkeypatch):
+    """On random graphs: with fan-out >= the max degree, exactly the brute-force temporal k-hop neighbourhood
+    (3 hops); with fan-out 2, every node's expansion per hop and edge type keeps min(2, visible) neighbours, all no
+    later than the seed time. Negative control: the fan-out-2 sample misses part of the brute-force set."""
+    g = build_graph(_random_db(seed))
+    max_deg = max(int(torch.bincount(g.data[et].edge_index[1]).max()) for et in g.edge_types)
+    seeds = torch.arange(8)
+    times = torch.tensor([int(g.data["purchases"].time.double().quantile(float(q))) for q in np.linspace(0.2, 1.0, 8)])
+    sub, _ = TemporalSampler(g, num_neighbors=[max_deg] * 3).sample("users", seeds, times)
+    check_time_correct(sub)
+    full = sampled_sets(sub, 8)
+    for b in range(8):
+        assert full[b] == brute_force(g, "users", int(seeds[b]), int(times[b]), 3), b
+    sampler = TemporalSampler(g, num_neighbors=[2, 2, 2], generator=torch.Generator().manual_seed(seed))
+    orig = TemporalSampler._expand
+    calls = []
+
+    def spy(self, et, b, n, seed_times, k):
+        grp, bb, nbr = orig(self, et, b, n, seed_times, k)
+        if k is not None:
+            t = self._time(et[0])
+            ptr, col = self.csc[et]
+            for i in range(n.numel()):
+                nb = col[ptr[n[i]]:ptr[n[i] + 1]]
+                vis = int((t[nb] <= seed_times[b[i]]).sum()) if t is not None else nb.numel()
+                got = nbr[grp == i]
+                assert got.numel() == min(k, vis)  # at most the fan-out, and all when fewer are visible
+                assert got.unique().numel() == got.numel()  # without replacement
+                if t is not None:
+                    assert bool((t[got] <= seed_times[b[i]]).all())
+            calls.append(et)
+        return grp, bb, nbr
+
+    monkeypatch.setattr(TemporalSampler, "_expand", spy)
+    small, _ = sampler.sample("users", seeds, times)
+    assert calls
+    check_time_correct(small)
+    capped = sampled_sets(small, 8)
+    assert all(capped[b] <= full[b] for b in range(8))
+    assert any(capped[b] != full[b] for b in range(8))  # negative control: the cap binds somewhere
+
+
+def test_uniform_passes_chi_square():
+    """Chi-square goodness of fit of the per-row draw counts (fan-out 7 of 30 visible, 3,000 draws) against the
+    uniform 7/30; negative control: the 'last' strategy (deterministic, most recent) is rejected."""
+    from scipy.stats import chisquare
+
+    g = build_graph(_star_db(40))
+    t = int(g.data["purchases"].time[29])
+    n = 3000
+    for strategy, should_pass in (("uniform", True), ("last", False)):
+        sampler = TemporalSampler(g, num_neighbors=(7,), temporal_strategy=strategy,
+                                  generator=torch.Generator().manual_seed(2))
+        sub, _ = sampler.sample("users", torch.zeros(n, dtype=torch.long), torch.full((n,), t))
+        counts = torch.bincount(sub["purchases"].n_id, minlength=40).numpy()
+        assert counts[30:].sum() == 0 and counts.sum() == 7 * n
+        p = chisquare(counts[:30], np.full(30, 7 * n / 30)).pvalue
+        assert (p > 1e-3) if should_pass else (p < 1e-6), (strategy, p)
