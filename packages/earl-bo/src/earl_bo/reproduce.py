@@ -129,7 +129,7 @@ def _options(method: str, cfg: Config, chosen: dict[str, dict]) -> dict:
 
 
 EXTEND = 2
-"""Steps a tuned choice at its grid's edge may be extended by (every method alike; TuRBO's bounded side excepted)."""
+"""Steps a tuned choice at its grid's edge may be extended by (every method alike; never past :data:`KNOB_BOUNDS`)."""
 
 
 KNOB_BOUNDS: dict[str, tuple[float, float]] = {"num_restarts": (1, math.inf), "length_init": (0.0, 1.6),
@@ -163,8 +163,9 @@ def _middle(grid: dict[str, tuple]) -> dict:
 
 
 def tune(cfg: Config, methods: list[str], sec: Section) -> dict[str, dict]:
-    """Choose each method's knob on the validation functions (:data:`earl_bo.config.GRIDS`, three points each, the
-    same budget as the test runs): score = mean over validation instances of final regret / regret after the initial
+    """Choose each method's knob on the validation functions (:data:`earl_bo.config.GRIDS`, three points each, a
+    choice at an edge extended by up to :data:`EXTEND` steps within :data:`KNOB_BOUNDS`; the same budget as the test
+    runs): score = mean over validation instances of final regret / regret after the initial
     design (lower is better; scale-free across functions). Returns ``method -> chosen keyword arguments``."""
     from icml25.tuning import selections_table, tune_alike
 
