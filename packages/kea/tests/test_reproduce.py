@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from icml25.experiment import seeds_for
 from kea import reproduce as R
-from kea.config import ABLATION, BUDGETS, LARGE
+from kea.config import ABLATION, BUDGETS, CONTINUOUS, LARGE
 from kea.envs import DeepSea
 
 
@@ -90,3 +90,28 @@ def test_ablation_uses_new_seeds_and_passes_its_options_to_the_agent():
 def test_every_tuning_grid_has_at_least_three_points_and_may_extend():
     for cfg in (BUDGETS.pick(), LARGE.pick()):
         assert len(cfg.lr_grid) >= 3 and cfg.extend >= 1
+
+
+def test_grid_edge_extension_submits_the_new_point_in_both_tasks(monkeypatch, tmp_path):
+    """A choice at a grid edge is extended by one grid ratio and the new point is actually run (continuous task: it
+    used to be looked up among the pre-submitted points only, a KeyError); the extended lr wins where it is better."""
+    cfg = replace(CONTINUOUS.pick(smoke=True), lr_grid=(1e-3, 3e-3, 1e-2), extend=1)
+    best = {"SAC": 1e-3 / 3, "RND-SAC": 3e-3}  # SAC's optimum lies beyond the low edge; RND-SAC's is interior
+    seen = []
+
+    def fake_run(job):
+        v, lr = job["variant"], job["agent_kwargs"]["lr"]
+        seen.append((v, lr))
+        good = v in best and abs(lr - best[v]) < 1e-12
+        edge = v == "SAC" and abs(lr - 1e-3) < 1e-12
+        return {"variant": v, "seed": job["seed"], "solved_episode": 2 if good else (4 if edge else None),
+                "first_success_episode": None, "switch_fraction": 0.0, "steps_per_s": 1.0}
+
+    monkeypatch.setattr(R, "_run", fake_run)
+    monkeypatch.setattr(R, "_pool", lambda workers: R.ForkPool(1))  # inline: fake_run is called here
+    sec = R.continuous(cfg, [0], tmp_path)
+    _cols, rows = next(t for name, t in sec.tables.items() if "learning rate chosen" in name)
+    chosen = {row[0]: row[1] for row in rows}
+    assert chosen["SAC"] == "lr=0.000333" and chosen["RND-SAC"] == "lr=0.003"
+    assert ("SAC", pytest.approx(1e-3 / 3)) in seen  # the extended point was run
+    assert not any(v == "RND-SAC" and lr < 1e-3 for v, lr in seen)  # control: an interior choice is not extended

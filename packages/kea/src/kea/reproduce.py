@@ -22,6 +22,7 @@ options). Jobs are fanned out over two forked worker processes with one torch th
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
@@ -113,32 +114,42 @@ def _curve(runs: list[dict[str, Any]], points: list[int], fn) -> np.ndarray:
     return np.array([[fn(r, p) for p in points] for r in runs], dtype=float)  # (seeds, points)
 
 
-def tune(cfg: Config, seeds: list[int], pool: ForkPool, *, variants: tuple[str, ...] = VARIANT_NAMES):
-    """:func:`icml25.tuning.tune_alike` over ``cfg.lr_grid`` for every variant, on the validation split (lower =
-    fewer episodes to solve the validation instance). All grid points are submitted at once."""
+def tune_lr(pool: ForkPool, jobs: Callable[[str, float], list[dict[str, Any]]], score: Callable[[dict], float],
+            lr_grid: tuple[float, ...], extend: int, variants: tuple[str, ...] = VARIANT_NAMES):
+    """:func:`icml25.tuning.tune_alike` over ``lr_grid`` for every variant (lower score = better). ``jobs(v, lr)``
+    are the validation runs of one grid point; all grid points are submitted at once, and a point added by the edge
+    extension is submitted when the tuner asks for it."""
     from icml25.tuning import tune_alike
 
-    val = validation_split(cfg, seeds)["validation"]
     cache: dict[tuple[str, float], list[Future]] = {}
 
     def futures(v: str, lr: float) -> list[Future]:
         key = (v, float(lr))
         if key not in cache:
-            cache[key] = [pool.submit(_run, ds_job(cfg, v, s, lr, size=val["size"], episodes=cfg.val_episodes,
-                                             mapping_seed=val["mapping_seed"], warmup=cfg.val_warmup_episodes,
-                                             eval_every=cfg.val_eval_every))
-                          for s in val["seeds"]]
+            cache[key] = [pool.submit(_run, j) for j in jobs(v, float(lr))]
         return cache[key]
 
-    for lr in cfg.lr_grid:
+    for lr in lr_grid:
         for v in variants:
             futures(v, lr)
 
     def evaluator(v: str):
-        return lambda p: float(np.mean([solve_episode(f.result(), cfg.val_episodes) for f in futures(v, p["lr"])]))
+        return lambda p: float(np.mean([score(f.result()) for f in futures(v, p["lr"])]))
 
-    return tune_alike({v: (evaluator(v), {"lr": list(cfg.lr_grid)}) for v in variants}, higher_is_better=False,
-                      extend=cfg.extend)
+    return tune_alike({v: (evaluator(v), {"lr": list(lr_grid)}) for v in variants}, higher_is_better=False,
+                      extend=extend)
+
+
+def tune(cfg: Config, seeds: list[int], pool: ForkPool, *, variants: tuple[str, ...] = VARIANT_NAMES):
+    """:func:`tune_lr` on the validation DeepSea instance (fewer episodes to solve it is better)."""
+    val = validation_split(cfg, seeds)["validation"]
+
+    def jobs(v: str, lr: float) -> list[dict[str, Any]]:
+        return [ds_job(cfg, v, s, lr, size=val["size"], episodes=cfg.val_episodes, mapping_seed=val["mapping_seed"],
+                       warmup=cfg.val_warmup_episodes, eval_every=cfg.val_eval_every) for s in val["seeds"]]
+
+    return tune_lr(pool, jobs, lambda r: solve_episode(r, cfg.val_episodes), tuple(cfg.lr_grid), cfg.extend,
+                   variants)
 
 
 def deepsea(cfg: Config, seeds: list[int], out: Path) -> Section:
@@ -277,7 +288,7 @@ def continuous(cfg: ContinuousConfig, seeds: list[int], out: Path) -> Section:
     """Sparse continuous control (SparseMountainCar, reward 1 only at the flag): SAC, RND-SAC, NovelD-SAC, KEA-RND
     and KEA-NovelD with continuous SAC modules, tuned alike on validation seeds; episodes until a greedy module
     reaches the flag (2 evaluation episodes)."""
-    from icml25.tuning import selections_table, tune_alike
+    from icml25.tuning import selections_table
 
     sec = Section("continuous")
     task, n = "sparse-mountaincar", cfg.episode_steps
@@ -294,14 +305,8 @@ def continuous(cfg: ContinuousConfig, seeds: list[int], out: Path) -> Section:
     budget_eps = cfg.steps // n
     pool = _pool(cfg.workers)
     try:
-        vf = {(v, lr): [pool.submit(_run, job(v, s, lr, cfg.val_steps)) for s in val_seeds]
-              for lr in cfg.lr_grid for v in VARIANT_NAMES}
-
-        def evaluator(v: str):
-            return lambda p: float(np.mean([solve_episode(f.result(), cfg.val_steps // n) for f in vf[(v, p["lr"])]]))
-
-        sel = tune_alike({v: (evaluator(v), {"lr": list(cfg.lr_grid)}) for v in VARIANT_NAMES},
-                         higher_is_better=False, extend=cfg.extend)
+        sel = tune_lr(pool, lambda v, lr: [job(v, s, lr, cfg.val_steps) for s in val_seeds],
+                      lambda r: solve_episode(r, cfg.val_steps // n), tuple(cfg.lr_grid), cfg.extend)
         lr = {v: float(sel[v].params["lr"]) for v in VARIANT_NAMES}
         futs = [pool.submit(_run, job(v, s, lr[v], cfg.steps)) for v in VARIANT_NAMES for s in seeds]
         results = [f.result() for f in futs]
