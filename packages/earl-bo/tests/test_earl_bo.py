@@ -391,6 +391,7 @@ def test_reproduce_task_names_and_budgets():
         reproduce(quick=False, smoke=True, out=Path("never"), seed=0, task="nope")
     full = HPO_BUDGETS.full
     assert full.benchmarks == ("hpo-digits-5",) and full.seeds >= 5 and "hpo-digits-5" in full.lookahead
+    assert {"sobol", "centre", "logei", "turbo"} <= set(full.methods)  # the centre-bias check on the tuning task too
     assert full.tune and all(v.startswith("hpo-") and "digits" not in v for v in full.val_functions)  # never tune on test
 
 
