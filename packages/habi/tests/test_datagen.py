@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from habi.data import load_offline, qlearning_dataset
+from habi.data import D4RL_REFERENCES, load_offline, normalized_score, qlearning_dataset
 from habi.datagen import DataGenConfig, load_generated, make_offline_data
+from habi.errors import HabiConfigError
 
 
 def _check_generated(res, obs_dim, act_dim, n_medium):
@@ -52,3 +53,49 @@ def test_hopper_v5_through_the_mujoco_wheel(tmp_path, monkeypatch):
     cfg = DataGenConfig(env_id="Hopper-v5", sac_steps=200, checkpoint_every=100, n_transitions=300,
                         eval_episodes=1, require_improvement=False)
     _check_generated(make_offline_data(cfg, progress=False), 11, 3, 300)
+
+
+def test_d4rl_references_normalise_random_to_0_and_expert_to_100():
+    lo, hi = D4RL_REFERENCES["Hopper-v5"]
+    assert (lo, hi) == (-20.272305, 3234.3)  # d4rl/infos.py REF_MIN_SCORE / REF_MAX_SCORE for hopper
+    np.testing.assert_allclose(normalized_score([lo, hi, (lo + hi) / 2], random_return=lo, expert_return=hi),
+                               [0.0, 100.0, 50.0])
+
+
+def test_datagen_config_checks_and_cache_key():
+    with pytest.raises(HabiConfigError, match="references"):
+        DataGenConfig(references="paper")
+    with pytest.raises(HabiConfigError, match="sac_gamma"):
+        DataGenConfig(sac_gamma=1.5)
+    # new fields at their defaults leave the key of an older config unchanged; a changed value changes it
+    base = DataGenConfig()
+    assert base.key() == DataGenConfig(references="own", sac_lr=1e-3).key()
+    assert base.key() != DataGenConfig(sac_gamma=0.99).key() != DataGenConfig(references="d4rl").key()
+
+
+def test_d4rl_references_only_for_locomotion_tasks(tmp_path, monkeypatch):
+    monkeypatch.setenv("HABI_CACHE", str(tmp_path))
+    cfg = DataGenConfig(references="d4rl", sac_steps=10, checkpoint_every=10, n_transitions=10)
+    with pytest.raises(HabiConfigError, match="references='d4rl' needs a D4RL locomotion task"):
+        make_offline_data(cfg, progress=False)
+
+
+def test_episode_return_mean_of_a_data_set():
+    from habi.datagen import _episode_return_mean
+
+    d = {"rewards": np.array([1, 2, 3, 4, 5, 6], np.float32),
+         "terminals": np.array([0, 1, 0, 0, 0, 0], bool), "timeouts": np.array([0, 0, 0, 0, 0, 1], bool)}
+    assert _episode_return_mean(d) == pytest.approx((3 + 18) / 2)  # episodes [1, 2] and [3, 4, 5, 6]
+
+
+@pytest.mark.slow
+def test_hopper_stops_at_the_medium_target_with_d4rl_references(tmp_path, monkeypatch):
+    pytest.importorskip("mujoco")
+    monkeypatch.setenv("HABI_CACHE", str(tmp_path))
+    # a target every checkpoint reaches: SAC stops at the first one, which is 'medium'
+    cfg = DataGenConfig(env_id="Hopper-v5", sac_steps=400, checkpoint_every=100, n_transitions=200,
+                        eval_episodes=1, references="d4rl", stop_at_target=True, medium_target=-1e9)
+    meta = make_offline_data(cfg, progress=False)["meta"]
+    assert meta["sac_steps_run"] == meta["medium_step"] == 100 and len(meta["checkpoints"]) == 1
+    assert (meta["random_return"], meta["expert_return"]) == D4RL_REFERENCES["Hopper-v5"]
+    assert meta["own_random_return"] != meta["random_return"]

@@ -107,7 +107,8 @@ class _ToyPlanner:
 
     def candidates(self, s, *, n=None):
         a = torch.rand(s.shape[0], n, 1) * 2 - 1
-        q = a[..., 0] if self.q == "monotone" else -a[..., 0] ** 2
+        q = {"monotone": lambda: a[..., 0], "peaked": lambda: -a[..., 0] ** 2,
+             "noise": lambda: torch.rand(a.shape[:2])}[self.q]()
         return a, q
 
 
@@ -123,3 +124,19 @@ def test_label_diagnostic_flags_a_critic_monotone_in_the_action():
     assert mono["corr_aQ"] > 0.99 and mono["frac_bound"] > 0.5 and mono["frac_bound_data"] == 0.0
     peaked = label_diagnostic(_ToyPlanner("peaked"), data, states=100, seed=0)  # negative control
     assert abs(peaked["corr_aQ"]) < 0.3 and peaked["frac_bound"] == 0.0 and peaked["best_minus_mean"] < 0.2
+
+
+def test_label_redraw_gap_separates_a_stable_label_from_a_noisy_one():
+    from habi.reproduce import label_diagnostic
+
+    rng = np.random.default_rng(1)
+    n = 200
+    data = {"observations": rng.normal(size=(n, 2)).astype(np.float32),
+            "actions": rng.uniform(-0.5, 0.5, (n, 1)).astype(np.float32), "rewards": np.zeros(n, np.float32),
+            "terminals": np.zeros(n, np.float32), "timeouts": np.zeros(n, np.float32)}
+    # a critic monotone in the action picks the largest of 50 uniform draws both times: a* and a*' are both ~1
+    stable = label_diagnostic(_ToyPlanner("monotone"), data, states=150, seed=0)
+    assert stable["redraw_gap"] < 0.1
+    # negative control: a critic that ignores the action makes a* one uniform draw, |U - U'| has mean 2/3 on [-1, 1]
+    noisy = label_diagnostic(_ToyPlanner("noise"), data, states=150, seed=0)
+    assert abs(noisy["redraw_gap"] - 2 / 3) < 0.12

@@ -159,9 +159,11 @@ class HabiReproduceOptions(ReproduceOptions):
     """Run the method and its baselines side by side and measure the paper's claims (a fixed CPU-scale protocol,
     so there is no ``--device``)."""
 
-    task: Literal["main", "kl-long"] = "main"
+    task: Literal["main", "kl-long", "hopper", "replay"] = "main"
     """'main': every claim (the committed full run); 'kl-long': the paper's KL setting (dual step 3e-4) trained
-    20k steps until the KL sits at its target (3 seeds; about 15 minutes on 2 cores)."""
+    20k steps until the KL sits at its target (3 seeds); 'hopper': the returns protocol on Hopper-v5 medium data
+    from our SAC, D4RL-normalised (needs the mujoco extra); 'replay': 3 seeds of the main protocol plus the
+    medium-replay section with its label diagnostic. Their wall times are in the README."""
 
 
 def reproduce_cmd(opts: HabiReproduceOptions) -> int:

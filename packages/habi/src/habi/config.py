@@ -41,8 +41,22 @@ class DataGenConfig:
     require_improvement: bool = True
     """Fail if SAC does not beat the random policy (off only for smoke tests, where references are then
     placeholders: expert = random + 1)."""
+    references: Literal["own", "d4rl"] = "own"
+    """Normalisation references: 'own' (random actions and our best SAC checkpoint, measured) or 'd4rl' (D4RL's
+    published random/expert returns, :data:`habi.data.D4RL_REFERENCES`; MuJoCo tasks only)."""
+    stop_at_target: bool = False
+    """Stop SAC at the first checkpoint whose normalised score reaches ``medium_target`` and use it for 'medium'
+    (D4RL's recipe: train until the policy reaches the medium level; 'medium-replay' is the buffer up to there)."""
+    sac_lr: float = 1e-3
+    """SAC's Adam learning rate."""
+    sac_gamma: float = 0.98
+    """SAC's discount."""
 
     def __post_init__(self) -> None:
+        if self.references not in ("own", "d4rl"):
+            raise HabiConfigError(f"references must be 'own' or 'd4rl', got {self.references!r}")
+        if not self.sac_lr > 0 or not 0 < self.sac_gamma <= 1:
+            raise HabiConfigError(f"sac_lr must be > 0 and sac_gamma in (0, 1], got {self.sac_lr}, {self.sac_gamma}")
         for name in ("sac_steps", "checkpoint_every", "sac_hidden", "n_transitions", "eval_episodes"):
             if getattr(self, name) < 1:
                 raise HabiConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -50,7 +64,12 @@ class DataGenConfig:
             raise HabiConfigError(f"checkpoint_every ({self.checkpoint_every}) must be <= sac_steps ({self.sac_steps})")
 
     def key(self) -> str:
-        return hashlib.sha1(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
+        # fields at their defaults are left out, so adding a field keeps the cache keys of earlier configs
+        d = {k: v for k, v in asdict(self).items() if k not in _KEY_DEFAULTS or v != _KEY_DEFAULTS[k]}
+        return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+
+
+_KEY_DEFAULTS = {"references": "own", "stop_at_target": False, "sac_lr": 1e-3, "sac_gamma": 0.98}
 
 
 @dataclass(frozen=True)
@@ -276,3 +295,21 @@ KL_LONG_BUDGETS = Budgets(smoke=replace(SMOKE, steps_grid=(40,), lr_grid=(1e-3,)
                           quick=replace(QUICK, steps_grid=(2000,), lr_grid=(1e-3,), main_kl_lr=3e-4, kl_seeds=0,
                                         softmax_seeds=0),
                           full=KL_LONG)
+
+HOPPER_DATA = DataGenConfig(env_id="Hopper-v5", sac_steps=150_000, checkpoint_every=5000, sac_hidden=128,
+                            n_transitions=50_000, medium_target=40.0, eval_episodes=5, references="d4rl",
+                            stop_at_target=True, sac_gamma=0.99)
+"""Hopper-v5 "medium": SAC (128x128, lr 1e-3, gamma 0.99) trained until a checkpoint reaches D4RL-normalised 40
+(D4RL's hopper-medium policy: about 44), at most 150k steps; 50k transitions of that stochastic policy."""
+HOPPER = replace(FULL, data=HOPPER_DATA, kl_seeds=3, softmax_seeds=2)
+"""``habi reproduce --task hopper``: the main protocol (5 seeds x 20 episodes, the same tuning grid) on Hopper-v5
+medium data, scored with D4RL's Hopper references."""
+HOPPER_BUDGETS = Budgets(
+    smoke=replace(SMOKE, data=replace(SMOKE.data, env_id="Hopper-v5", n_transitions=400)),
+    quick=replace(QUICK, data=replace(HOPPER_DATA, sac_steps=20_000, medium_target=15.0)),
+    full=HOPPER)
+
+REPLAY = replace(FULL, seeds=3, replay_seeds=3, kl_seeds=0, softmax_seeds=0)
+"""``habi reproduce --task replay``: the main protocol at 3 seeds plus the medium-replay section (its own planner,
+Habi, BC and Distill-MSE at the settings tuned on medium, the teacher-label diagnostic on both data sets)."""
+REPLAY_BUDGETS = Budgets(smoke=SMOKE, quick=replace(QUICK, replay_seeds=3, kl_seeds=0, softmax_seeds=0), full=REPLAY)

@@ -253,6 +253,17 @@ class GaussianNormalizer:
         return cls(mean=tuple(d["mean"]), std=tuple(d["std"]))
 
 
+D4RL_REFERENCES: dict[str, tuple[float, float]] = {
+    "Hopper-v5": (-20.272305, 3234.3),
+    "HalfCheetah-v5": (-280.178953, 12135.0),
+    "Walker2d-v5": (1.629008, 4592.3),
+}
+"""D4RL's ``(random, expert)`` reference returns per locomotion task (``REF_MIN_SCORE`` / ``REF_MAX_SCORE`` of
+``d4rl/infos.py``, Fu et al. 2020, the same for the v0 and v2 data sets). They were measured on the mujoco-py
+``-v2/-v3`` environments; gymnasium's ``-v5`` keeps their dynamics and rewards, so they are the closest published
+references, not an exact match."""
+
+
 def normalized_score(returns: np.ndarray | float, *, random_return: float, expert_return: float) -> np.ndarray:
     """D4RL normalised score ``100 (R - R_random) / (R_expert - R_random)``."""
     if not math.isfinite(random_return) or not math.isfinite(expert_return) or expert_return == random_return:

@@ -5,9 +5,11 @@ Recipe (D4RL's, scaled down):
 1. Train ``stable_baselines3.SAC`` on ``make_env(env_id)`` (actions in [-1, 1]) for ``sac_steps`` steps, saving the
    policy every ``checkpoint_every`` steps and evaluating each checkpoint (deterministic, ``eval_episodes``).
 2. References: ``R_random`` = uniform random actions, ``R_expert`` = the best checkpoint; normalised score
-   ``100 (R - R_random) / (R_expert - R_random)``.
+   ``100 (R - R_random) / (R_expert - R_random)``. With ``references="d4rl"`` (MuJoCo tasks) D4RL's published
+   random/expert returns are used instead (:data:`habi.data.D4RL_REFERENCES`); our own measurements stay in ``meta``.
 3. ``medium``: ``n_transitions`` steps of the (stochastic) checkpoint whose normalised score is closest to
-   ``medium_target``. ``medium-replay``: SAC's replay buffer up to that checkpoint.
+   ``medium_target``. ``medium-replay``: SAC's replay buffer up to that checkpoint. With ``stop_at_target`` SAC
+   stops at the first checkpoint that reaches the target (D4RL's recipe for its medium policies).
 
 Both are written in the D4RL HDF5 layout, with the references in the ``meta`` attribute, and cached under
 ``$HABI_CACHE`` (default ``~/.cache/habi``) keyed by the full configuration.
@@ -70,6 +72,30 @@ def _collect(model: Any, env_id: str, n: int, seed: int, n_envs: int = 10) -> di
     return out
 
 
+def _references(config: DataGenConfig) -> tuple[float, float] | None:
+    """D4RL's (random, expert) returns when ``config.references == "d4rl"``, else None (measured ones are used)."""
+    if config.references == "own":
+        return None
+    from habi.data import D4RL_REFERENCES
+
+    if config.env_id not in D4RL_REFERENCES:
+        raise HabiConfigError(f"references='d4rl' needs a D4RL locomotion task {tuple(D4RL_REFERENCES)}, got env_id "
+                              f"{config.env_id!r}; use references='own'")
+    return D4RL_REFERENCES[config.env_id]
+
+
+def _norm(ret: float, r_random: float, r_expert: float) -> float:
+    return 100.0 * (ret - r_random) / (r_expert - r_random)
+
+
+def _episode_return_mean(d: dict[str, np.ndarray]) -> float:
+    """Mean return of the complete episodes of a data set (episodes end at a terminal or a timeout; segments cut
+    at the end of an env's stream count as episodes too)."""
+    ends = np.nonzero(d["terminals"] | d["timeouts"])[0]
+    sums = np.add.reduceat(d["rewards"].astype(np.float64), np.r_[0, ends[:-1] + 1]) if len(ends) else d["rewards"]
+    return float(np.mean(sums))
+
+
 def make_offline_data(config: DataGenConfig, *, cache: bool = True, progress: bool = True) -> dict[str, Any]:
     """Generate (or load from the cache) the 'medium' and 'medium-replay' data sets.
 
@@ -87,8 +113,10 @@ def make_offline_data(config: DataGenConfig, *, cache: bool = True, progress: bo
     torch.set_num_threads(1)
     try:
         env = make_env(config.env_id)
-        model = SAC("MlpPolicy", env, policy_kwargs={"net_arch": [config.sac_hidden] * 2}, learning_rate=1e-3,
-                    gamma=0.98, learning_starts=min(500, config.sac_steps // 2), seed=config.seed, verbose=0)
+        refs = _references(config)
+        model = SAC("MlpPolicy", env, policy_kwargs={"net_arch": [config.sac_hidden] * 2},
+                    learning_rate=config.sac_lr, gamma=config.sac_gamma,
+                    learning_starts=min(500, config.sac_steps // 2), seed=config.seed, verbose=0)
         ckpts: list[dict[str, Any]] = []
         eval_seed = 10_000 + config.seed
         rng = np.random.default_rng(config.seed)
@@ -107,16 +135,24 @@ def make_offline_data(config: DataGenConfig, *, cache: bool = True, progress: bo
                 ret = _rollout_returns(lambda o: model.predict(o, deterministic=True)[0], config.env_id,
                                        config.eval_episodes, eval_seed)
                 ckpts.append({"step": done, "return": ret, "state": copy.deepcopy(model.policy.state_dict())})
+                bar.set_postfix(last_return=f"{ret:.1f}", refresh=False)
+                if refs and config.stop_at_target and _norm(ret, *refs) >= config.medium_target:
+                    break
         best = max(ckpts, key=lambda c: c["return"])
+        own_random, own_expert = r_random, best["return"]
         r_expert = best["return"]
-        if r_expert <= r_random:
+        if r_expert <= r_random and not refs:  # with D4RL's references our own ones are not needed
             if config.require_improvement:
                 raise RuntimeError(f"SAC did not beat the random policy on {config.env_id} ({r_expert:.1f} <= "
                                    f"{r_random:.1f}); raise sac_steps")
             r_expert = r_random + 1.0  # placeholder reference (smoke only)
+        if refs:
+            r_random, r_expert = refs
         for c in ckpts:
-            c["score"] = 100.0 * (c["return"] - r_random) / (r_expert - r_random)
-        medium = min(ckpts, key=lambda c: abs(c["score"] - config.medium_target))
+            c["score"] = _norm(c["return"], r_random, r_expert)
+        reached = [c for c in ckpts if c["score"] >= config.medium_target]
+        medium = (reached[0] if config.stop_at_target and reached
+                  else min(ckpts, key=lambda c: abs(c["score"] - config.medium_target)))
         model.policy.load_state_dict(medium["state"])
         med = _collect(model, config.env_id, config.n_transitions, seed=20_000 + config.seed)
         rb = model.replay_buffer
@@ -129,6 +165,9 @@ def make_offline_data(config: DataGenConfig, *, cache: bool = True, progress: bo
     finally:
         torch.set_num_threads(threads)
     meta = {"env_id": config.env_id, "random_return": r_random, "expert_return": r_expert,
+            "references": config.references, "own_random_return": own_random, "own_best_return": own_expert,
+            "sac_steps_run": ckpts[-1]["step"],
+            "medium_data_return": _episode_return_mean(med),
             "medium_step": medium["step"], "medium_score": medium["score"], "expert_step": best["step"],
             "checkpoints": [{k: c[k] for k in ("step", "return", "score")} for c in ckpts],
             "config": asdict(config), "seconds": round(time.perf_counter() - t0, 1)}

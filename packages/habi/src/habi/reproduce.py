@@ -37,7 +37,7 @@ from icml25.experiment import Section, run_experiments
 
 from habi.baselines import MLPActor, RegressConfig, regress_policy
 from habi.benchmark import batched_throughput, decision_frequency, speedup
-from habi.config import BUDGETS, FULL, KL_LONG_BUDGETS, QUICK, SMOKE, Config
+from habi.config import BUDGETS, FULL, HOPPER_BUDGETS, KL_LONG_BUDGETS, QUICK, REPLAY_BUDGETS, SMOKE, Config
 from habi.data import GaussianNormalizer, load_offline, normalized_score, qlearning_dataset
 from habi.datagen import make_offline_data
 from habi.envs import env_dims, evaluate_policy
@@ -91,10 +91,13 @@ def episode_seeds(split: str, seed: int, episodes: int) -> range:
 
 
 def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int, task: str = "main") -> Report:
-    """``task="main"``: every claim; ``"kl-long"``: the paper's KL setting trained 20k steps (returns only)."""
-    if task not in ("main", "kl-long"):
-        raise HabiConfigError(f"task must be 'main' or 'kl-long', got {task!r}")
-    exps, budgets = (EXPERIMENTS, BUDGETS) if task == "main" else ([returns], KL_LONG_BUDGETS)
+    """``task="main"``: every claim; ``"kl-long"``: the paper's KL setting trained 20k steps (returns only);
+    ``"hopper"``: the returns protocol on Hopper-v5 medium data, D4RL-normalised (needs the ``mujoco`` extra)."""
+    tasks = {"main": (EXPERIMENTS, BUDGETS), "kl-long": ([returns], KL_LONG_BUDGETS),
+             "hopper": ([returns], HOPPER_BUDGETS), "replay": ([returns], REPLAY_BUDGETS)}
+    if task not in tasks:
+        raise HabiConfigError(f"task must be one of {tuple(tasks)}, got {task!r}")
+    exps, budgets = tasks[task]
     return run_experiments("habi", exps, budgets, quick=quick, smoke=smoke, out=Path(out), seed=seed,
                            title="Habitizing Diffusion Planning for Efficient and Effective Decision Making (Habi)",
                            progress=not smoke)
@@ -153,11 +156,17 @@ def label_diagnostic(planner: DiffusionPlanner, data: dict, *, states: int, seed
 
     On ``states`` data-set states: the fraction of a* at the action bound (|a*| > 0.95), the within-state
     correlation of the candidates' actions with their critic values (a critic that ranks by the action's sign or
-    size has |corr| near 1), the mean |a* - mean candidate| and the mean |data action - mean candidate|."""
+    size has |corr| near 1), the mean |a* - mean candidate| and the mean |data action - mean candidate|, and the
+    label's own noise: the mean |a* - a*'| between two independent best-of-50 draws on the same states (a target
+    that a deterministic map of the state cannot fit closer than about half of that)."""
     t = generate_goal_directed_behavior(planner, data, max_states=states, stored=1, seed=seed, return_all=True,
                                         progress=False)
     A, Q = t["all_candidates"], t["all_values"]  # (N, M, act), (N, M)
     best = A[np.arange(len(A)), Q.argmax(1)]
+    torch.manual_seed(seed + 7919)  # a second, independent draw of the 50 candidates on the same states
+    with torch.no_grad():
+        A2, Q2 = planner.candidates(torch.from_numpy(t["states"]), n=A.shape[1])
+    best2 = A2.numpy()[np.arange(len(A)), Q2.numpy().argmax(1)]
     a0, q0 = A[..., 0], Q
     ac, qc = a0 - a0.mean(1, keepdims=True), q0 - q0.mean(1, keepdims=True)
     corr = (ac * qc).sum(1) / np.sqrt((ac ** 2).sum(1) * (qc ** 2).sum(1) + 1e-12)
@@ -167,7 +176,7 @@ def label_diagnostic(planner: DiffusionPlanner, data: dict, *, states: int, seed
             "frac_bound_data": float((np.abs(q["actions"]) > 0.95).mean()),
             "corr_aQ": float(np.nanmean(corr)), "abs_corr_aQ": float(np.nanmean(np.abs(corr))),
             "best_minus_mean": float(np.abs(best - A.mean(1)).mean()),
-            "cand_sd": float(A.std(1).mean())}
+            "cand_sd": float(A.std(1).mean()), "redraw_gap": float(np.abs(best - best2).mean())}
 
 
 def _setting_name(kl_lr: float) -> str:
@@ -460,15 +469,22 @@ def _returns_tables(sec: Section, r: _Returns, sel: dict, ev: dict) -> None:
     sec.table(f"Normalised score ({env_id} medium, ours; test episodes)", ["policy", "mean", "sd", "seeds"],
               [[n, round(mean_sd(scores[n])[0], 1), round(mean_sd(scores[n])[1], 1), len(scores[n])]
                for n in names if scores[n]])
-    sec.table("Teacher label diagnostic (best-of-50 by the planner's critic; 1000 data-set states)", ["item", "value"], [
+    rs = ev["replay_scores"]
+    diags = {"medium": (diag, scores)} | ({"medium-replay": (r.replay.diag, rs)} if rs is not None else {})
+    sec.table("Teacher label diagnostic (best-of-50 by the planner's critic; 1000 data-set states)",
+              ["item", *diags], [
         ["planner, 1 sample (no critic) / argmax of 50 / BC (test, mean)",
-         f"{mean_sd(scores[PONE])[0]:.1f} / {mean_sd(scores[PLANNER])[0]:.1f} / {mean_sd(scores['BC'])[0]:.1f}"],
+         *(f"{mean_sd(sc[PONE])[0]:.1f} / {mean_sd(sc[PLANNER])[0]:.1f} / {mean_sd(sc['BC'])[0]:.1f}"
+           for _, sc in diags.values())],
         ["fraction of |a*| > 0.95 (a* / all 50 samples / data actions)",
-         f"{diag['frac_bound']:.3f} / {diag['frac_bound_samples']:.3f} / {diag['frac_bound_data']:.3f}"],
+         *(f"{d['frac_bound']:.3f} / {d['frac_bound_samples']:.3f} / {d['frac_bound_data']:.3f}"
+           for d, _ in diags.values())],
         ["within-state corr(action, Q) over the 50 samples: mean / mean |.|",
-         f"{diag['corr_aQ']:.3f} / {diag['abs_corr_aQ']:.3f}"],
+         *(f"{d['corr_aQ']:.3f} / {d['abs_corr_aQ']:.3f}" for d, _ in diags.values())],
         ["mean |a* - mean of the 50 samples| / within-state sd of the samples",
-         f"{diag['best_minus_mean']:.3f} / {diag['cand_sd']:.3f}"],
+         *(f"{d['best_minus_mean']:.3f} / {d['cand_sd']:.3f}" for d, _ in diags.values())],
+        ["mean |a* - a*'| of two independent best-of-50 draws on the same state (label noise)",
+         *(f"{d['redraw_gap']:.3f}" for d, _ in diags.values())],
     ])
     cols, srows = selections_table(sel)
     sec.table(f"Tuned alike: Adam lr and steps chosen on validation episodes (seed {r.seed}, {cfg.val_episodes} "
@@ -493,7 +509,6 @@ def _returns_tables(sec: Section, r: _Returns, sel: dict, ev: dict) -> None:
         ["seconds data/teacher/tune/train/eval/replay", f"{t['data']:.0f}/{t['teacher']:.0f}/{t['tune']:.0f}/"
                                                         f"{t['train']:.0f}/{t['eval']:.0f}/{t['replay']:.0f}"],
     ])
-    rs = ev["replay_scores"]
     if rs is not None:
         sec.table(f"Normalised score ({env_id} medium-replay, ours; one teacher)", ["policy", "mean", "sd", "seeds"],
                   [[n, round(mean_sd(v)[0], 1), round(mean_sd(v)[1], 1), len(v)] for n, v in rs.items()])
@@ -684,19 +699,25 @@ def _replay_setup(cfg: Config, gen: dict, pcfg: PlannerConfig, ptrain: PlannerTr
                                               progress=progress)
     sec = _Section(cfg, trainer, "medium-replay", data, teacher, planner.normalizer, hcfg, kl_settings)
     sec.planner = planner
+    sec.diag = label_diagnostic(planner, data, states=min(1000, cfg.teacher_states), seed=seed + 1)
     return sec
 
 
 def _replay_evaluate(sec: _Section, ch: dict[str, tuple[float, int]], seeds: list[int], cfg: Config, meta: dict, *,
                      log) -> dict[str, list[float]]:
-    names = [HABI, H1, PLANNER, "BC", "Distill-MSE"]
+    names = [HABI, H1, H50, HPL, PLANNER, PONE, "BC", "Distill-MSE"]
     scores: dict[str, list[float]] = {n: [] for n in names}
+    one = DiffusionPlanner(config=replace(sec.planner.config, num_candidates=1), nets=sec.planner.nets,
+                           normalizer=sec.norm)
     for s in seeds:
         habi_pol = sec.policy("Habi", *ch["Habi"], s)
         policies = {
-            names[0]: habi_pol,
-            names[1]: HabitualPolicy(model=habi_pol.model, normalizer=sec.norm, num_candidates=1, scorer="none"),
-            names[2]: sec.planner,
+            HABI: habi_pol,
+            H1: HabitualPolicy(model=habi_pol.model, normalizer=sec.norm, num_candidates=1, scorer="none"),
+            H50: HabitualPolicy(model=habi_pol.model, normalizer=sec.norm, num_candidates=50, scorer="habi"),
+            HPL: HabitualPolicy(model=habi_pol.model, normalizer=sec.norm, num_candidates=5, scorer="planner",
+                                planner=sec.planner),
+            PLANNER: sec.planner, PONE: one,
             "BC": sec.policy("BC", *ch["BC"], s),
             "Distill-MSE": sec.policy("Distill-MSE", *ch["Distill-MSE"], s),
         }
