@@ -499,7 +499,9 @@ def _returns_tables(sec: Section, r: _Returns, sel: dict, ev: dict) -> None:
     sec.table("Data and budget", ["item", "value"], [
         ["env", env_id], ["data set", f"medium: {len(r.data['observations'])} steps"],
         ["random / expert return", f"{meta['random_return']:.1f} / {meta['expert_return']:.1f}"],
-        ["medium checkpoint", f"step {meta['medium_step']} (score {meta['medium_score']:.1f})"],
+        ["medium checkpoint", f"step {meta['medium_step']} (score {meta['medium_score']:.1f})"
+                              + (f"; its data's mean episode return {meta['medium_data_return']:.1f}"
+                                 if "medium_data_return" in meta else "")],
         ["planner", f"hidden {cfg.planner_hidden}, {pt.steps} steps (batch {pt.batch_size}, lr {pt.lr:g}, eta "
                     f"{pt.eta:g}, tau {pt.tau:g}, gamma {pt.gamma:g}), 50 cand. x {r.pcfg.steps} DDPM steps"],
         ["habi", f"d_z {r.hcfg.latent_dim}, hidden {r.hcfg.hidden}, batch {cfg.batch}"],
@@ -528,7 +530,8 @@ def _returns_tables(sec: Section, r: _Returns, sel: dict, ev: dict) -> None:
                      title=f"{env_id} medium-replay")
         sec.figures.append("scores_replay.png")
     sec.notes += [
-        f"data: {'cached' if r.gen['cached'] else 'generated'} in {meta['seconds']}s (SAC {cfg.data.sac_steps} steps)",
+        f"data: {'cached' if r.gen['cached'] else 'generated'} in {meta['seconds']}s (SAC "
+        f"{meta.get('sac_steps_run', cfg.data.sac_steps)} of at most {cfg.data.sac_steps} steps)",
         "Planner row uses the argmax rule that generated a*; the softmax/target-critic row is the official planner "
         f"evaluation rule (weight temperature 100), on the first {cfg.softmax_seeds} seeds.",
         f"Tuned alike: {tuned}. Validation episodes use reset seeds from {VALIDATION_SEED_BASE}, test episodes from "
