@@ -63,7 +63,7 @@ def test_sampled_batch_equals_full_snapshot(tiny_synth, gnn, layers):
     cfg = FitConfig(gnn=gnn, num_layers=layers, channels=8, num_heads=2, sampling="full",
                     num_neighbors=(10**6,) * hops)
     torch.manual_seed(0)
-    model = build_model(cfg, graph, td)
+    model = build_model(cfg, graph, td).eval()  # no dropout (the torch-frame encoder's), so both losses are exact
     full = _Runner(model, graph, td, cfg)
     lf = full.group_loss(g)
     gf = torch.autograd.grad(lf, [p for p in model.parameters() if p.requires_grad], allow_unused=True)
@@ -100,9 +100,12 @@ def test_sampled_training_lowers_the_loss(tiny_synth):
         run = _Runner(model, graph, td, cfg)
         opt = torch.optim.Adam(model.parameters(), lr=lr)
 
-        def total():
+        def total(run=run, model=model):  # in eval mode: the torch-frame encoder's dropout off
+            model.eval()
             with torch.no_grad():
-                return float(sum(run.batch_loss(b) for b in ps.train) / len(ps.train))
+                loss = float(sum(run.batch_loss(b) for b in ps.train) / len(ps.train))
+            model.train()
+            return loss
 
         before = total()
         for i in range(20):

@@ -7,7 +7,9 @@ that every model and grid point trains on. Then:
 1. **Tuning alike** (:func:`icml25.tuning.tune_alike`): RelGNN and RelBench's GraphSAGE each pick lr × depth ×
    channels on the validation split (first model seed, best validation epoch) from the same grid; the no-relation
    floor (scikit-learn ``HistGradientBoosting`` on the entity's own columns; popularity for recommendation) picks
-   its own knobs from a grid of the same size. No grid extension: edge choices are flagged in the claim notes.
+   its own knobs from a grid of the same size. A knob chosen at the grid's edge gets one more value beyond it
+   (``Config.extend``, fitted on demand); remaining edge choices are flagged in the claim notes. Every GNN uses the
+   torch-frame per-table encoder (RelBench's); RelGNN with the plain MLP encoder is an ablation row.
 2. **Seeds**: the chosen settings run on every model seed (two worker processes, one torch thread each); verdicts are
    paired one-sided t-tests over the per-seed test numbers (:meth:`icml25.claims.Claim.compare`).
 3. **Claims**: RelGNN vs GraphSAGE on the three bridge-dependent tasks and on the self-FK control; RelGNN vs the
@@ -83,12 +85,13 @@ def _fit_job(job: tuple) -> tuple:
     from relgnn.train import FitConfig, fit
 
     torch.set_num_threads(1)
-    task, gnn, lr, layers, channels, seed, cfg = job
+    task, gnn, lr, layers, channels, seed, cfg, *enc = job
+    encoder = enc[0] if enc else cfg.encoder
     graph, td, batches = _STATE[task]
     fc = FitConfig(gnn=gnn, lr=lr, num_layers=layers, channels=channels, num_heads=cfg.num_heads, epochs=cfg.epochs,
-                   batch_size=cfg.batch_size, num_neighbors=cfg.num_neighbors, seed=seed)
+                   batch_size=cfg.batch_size, num_neighbors=cfg.num_neighbors, seed=seed, encoder=encoder)
     r = fit(graph, td, fc, batches=batches)
-    return job[:6], dict(val=r.val, test=r.test, curve=r.val_curve, epoch_cpu=float(np.mean(r.epoch_cpu_seconds)),
+    return job[:6] + tuple(enc), dict(val=r.val, test=r.test, curve=r.val_curve, epoch_cpu=float(np.mean(r.epoch_cpu_seconds)),
                          epoch_wall=float(np.mean(r.epoch_seconds)), steps=r.steps, params=r.num_params,
                          best_epoch=r.best_epoch)
 
@@ -152,10 +155,16 @@ def run_all(cfg: Config, seeds: list[int]) -> dict:
             pred = floor_predictions(graph, td, split, seed=s, **p)
             return evaluate_predictions(td, split, pred, num_dst=num_dst)
 
-        comp = {NAMES[m]: ((lambda p, m=m, name=name: res[(name, m, p["lr"], p["num_layers"], p["channels"],
-                                                            seeds[0])]["val"]), grid) for m in cfg.models}
+        def val_score(p, m, name=name):
+            key = (name, m, p["lr"], p["num_layers"], p["channels"], seeds[0])
+            if key not in res:  # a point beyond the grid's edge (cfg.extend): fitted on demand
+                bar.total += 1
+                res.update(_run_jobs([(*key, cfg)], 1, bar))
+            return res[key]["val"]
+
+        comp = {NAMES[m]: ((lambda p, m=m, vs=val_score: vs(p, m)), grid) for m in cfg.models}
         comp[FLOOR] = ((lambda p, fs=floor_score: fs(p, "val", seeds[0])), floor_grid(cfg, td.kind))
-        sel = tune_alike(comp, higher_is_better=td.higher_is_better, extend=0)
+        sel = tune_alike(comp, higher_is_better=td.higher_is_better, extend=cfg.extend)
         selections[name] = sel
         for m in cfg.models:
             p = sel[NAMES[m]].params
@@ -163,9 +172,16 @@ def run_all(cfg: Config, seeds: list[int]) -> dict:
         floors[name] = [floor_score(sel[FLOOR].params, "test", s) for s in seeds]
     # phase 2: the chosen settings on the other seeds
     jobs = [(t, m, *chosen[(t, m)], s, cfg) for t in cfg.tasks for m in cfg.models for s in seeds[1:]]
+    other = "mlp" if cfg.encoder == "torch-frame" else "torch-frame"
+    if cfg.encoder_ablation and "relgnn" in cfg.models:  # RelGNN with the other encoder at its chosen knobs
+        jobs += [(t, "relgnn", *chosen[(t, "relgnn")], s, cfg, other) for t in cfg.tasks for s in seeds]
+        bar.total += len(cfg.tasks) * len(seeds)
     res.update(_run_jobs(jobs, cfg.workers, bar))
     bar.close()
     per_seed = {(t, m): [res[(t, m, *chosen[(t, m)], s)] for s in seeds] for t in cfg.tasks for m in cfg.models}
+    if cfg.encoder_ablation and "relgnn" in cfg.models:
+        per_seed.update({(t, f"relgnn|{other}"): [res[(t, "relgnn", *chosen[(t, "relgnn")], s, other)]
+                                                  for s in seeds] for t in cfg.tasks})
     info.update(res=res, selections=selections, chosen=chosen, floors=floors, per_seed=per_seed, points=points,
                 seconds=time.perf_counter() - t0)
     for name in cfg.tasks:
@@ -222,6 +238,10 @@ def comparison(cfg: Config, seeds: list[int], out: Path) -> Section:
         for m in cfg.models:
             lr, L, C = info["chosen"][(task, m)]
             rows.append([task, t["metric"], NAMES[m], f"lr={lr:g}, L={L}, C={C}", _fmt(_tests(info, task, m))])
+        for key in [k for k in info["per_seed"] if k[0] == task and "|" in k[1]]:  # the encoder ablation
+            lr, L, C = info["chosen"][(task, "relgnn")]
+            rows.append([task, t["metric"], f"RelGNN, {key[1].split('|')[1]} encoder (ablation, RelGNN's knobs)",
+                         f"lr={lr:g}, L={L}, C={C}", _fmt(_tests(info, task, key[1]))])
         fp = info["selections"][task][FLOOR].params
         rows.append([task, t["metric"], "no-relation floor (GBDT on own columns / popularity)",
                      ", ".join(f"{k}={v:g}" for k, v in fp.items()), _fmt(info["floors"][task])])
@@ -235,7 +255,8 @@ def comparison(cfg: Config, seeds: list[int], out: Path) -> Section:
              for t, v in ti.items()])
     s.notes.append(
         f"synthetic database {info['sizes']}; model seeds {seeds} on one generated database (same splits and "
-        f"sampled sub-graphs for every model); sampled mini-batch training: fan-out {list(cfg.num_neighbors)}, batch "
+        f"sampled sub-graphs for every model); per-table encoder {cfg.encoder} for every GNN; sampled mini-batch "
+        f"training: fan-out {list(cfg.num_neighbors)}, batch "
         f"{cfg.batch_size}, {cfg.epochs} epochs, best validation epoch; grid {gnn_grid(cfg)} for every GNN, "
         f"{cfg.workers} worker process(es) with one torch thread each; run_all {info['seconds']:.0f} s")
     _figures(cfg, info, out, s)
