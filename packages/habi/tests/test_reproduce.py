@@ -112,14 +112,18 @@ class _ToyPlanner:
         return a, q
 
 
+def _toy_data(seed: int, n: int = 200) -> dict:
+    """2-d states, data actions uniform in [-0.5, 0.5] (never at the bound)."""
+    rng = np.random.default_rng(seed)
+    return {"observations": rng.normal(size=(n, 2)).astype(np.float32),
+            "actions": rng.uniform(-0.5, 0.5, (n, 1)).astype(np.float32), "rewards": np.zeros(n, np.float32),
+            "terminals": np.zeros(n, np.float32), "timeouts": np.zeros(n, np.float32)}
+
+
 def test_label_diagnostic_flags_a_critic_monotone_in_the_action():
     from habi.reproduce import label_diagnostic
 
-    rng = np.random.default_rng(0)
-    n = 200
-    data = {"observations": rng.normal(size=(n, 2)).astype(np.float32),
-            "actions": rng.uniform(-0.5, 0.5, (n, 1)).astype(np.float32), "rewards": np.zeros(n, np.float32),
-            "terminals": np.zeros(n, np.float32), "timeouts": np.zeros(n, np.float32)}
+    data = _toy_data(0)
     mono = label_diagnostic(_ToyPlanner("monotone"), data, states=100, seed=0)
     assert mono["corr_aQ"] > 0.99 and mono["frac_bound"] > 0.5 and mono["frac_bound_data"] == 0.0
     peaked = label_diagnostic(_ToyPlanner("peaked"), data, states=100, seed=0)  # negative control
@@ -129,11 +133,7 @@ def test_label_diagnostic_flags_a_critic_monotone_in_the_action():
 def test_label_redraw_gap_separates_a_stable_label_from_a_noisy_one():
     from habi.reproduce import label_diagnostic
 
-    rng = np.random.default_rng(1)
-    n = 200
-    data = {"observations": rng.normal(size=(n, 2)).astype(np.float32),
-            "actions": rng.uniform(-0.5, 0.5, (n, 1)).astype(np.float32), "rewards": np.zeros(n, np.float32),
-            "terminals": np.zeros(n, np.float32), "timeouts": np.zeros(n, np.float32)}
+    data = _toy_data(1)
     # a critic monotone in the action picks the largest of 50 uniform draws both times: a* and a*' are both ~1
     stable = label_diagnostic(_ToyPlanner("monotone"), data, states=150, seed=0)
     assert stable["redraw_gap"] < 0.1
