@@ -176,15 +176,3 @@ def test_thread_policy_passive_by_default_and_explicit_threads():
         thread_policy(environ={"ICML25_THREADS": "many"})
     with pytest.raises(ValueError, match="positive"):
         thread_policy(0, environ={})
-
-
-def test_integer_knobs_extend_to_integers_and_never_below_one():
-    from icml25.tuning import _next_value, select
-
-    assert _next_value([16, 32], upward=True) == 64 and isinstance(_next_value([16, 32], True), int)
-    assert _next_value([2, 3], upward=True) == 4  # geometric 4.5 is not an integer: arithmetic step
-    assert _next_value([1, 2], upward=False) is None  # depth 0 does not exist
-    assert _next_value([1e-3, 1e-2], upward=False) == pytest.approx(1e-4)  # floats stay geometric
-    # a depth grid (1, 2) whose best is 1 is not extended downwards and stays flagged at the edge
-    sel = select(lambda p: -p["depth"], {"depth": [1, 2]}, extend=1)
-    assert sel.params == {"depth": 1} and len(sel.trials) == 2 and sel.at_edge

@@ -95,20 +95,14 @@ def _edges(params: Params, grid: Mapping[str, list[Any]]) -> list[str]:
 
 
 def _next_value(vals: list[Any], upward: bool) -> Any:
-    """The next value beyond the edge, or None when there is none (an integer knob of a positive grid would reach
-    0 or below, e.g. a depth grid (1, 2) extended downwards)."""
     s = sorted(vals)
     a, b = (s[-2], s[-1]) if upward else (s[1], s[0])
-    positive = all(x > 0 for x in s)
-    ints = all(isinstance(x, int) and not isinstance(x, bool) for x in s)
-    nxt = b * (b / a) if positive and isinstance(a, float | int) and a != 0 else b + (b - a)
-    if ints and not float(nxt).is_integer():  # integer knobs stay integers: arithmetic step instead
+    if all(x > 0 for x in s) and isinstance(a, float | int) and a != 0:
+        ratio = b / a
+        nxt = b * ratio
+    else:
         nxt = b + (b - a)
-    if ints:
-        nxt = int(nxt)
-        if positive and nxt <= 0:
-            return None
-    return nxt
+    return type(s[0])(nxt) if isinstance(s[0], int) and float(nxt).is_integer() else nxt
 
 
 def select(
@@ -166,8 +160,6 @@ def select(
         for k in edges:
             upward = best_p[k] == max(g[k])
             v = _next_value(g[k], upward)
-            if v is None:
-                continue
             g[k] = sorted(g[k] + [v])
             p = {**best_p, k: v}
             s = run(p)
