@@ -69,7 +69,9 @@ class DataGenConfig:
         return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
 
-_KEY_DEFAULTS = {"references": "own", "stop_at_target": False, "sac_lr": 1e-3, "sac_gamma": 0.98}
+_ADDED_FIELDS = ("references", "stop_at_target", "sac_lr", "sac_gamma")
+"""Fields added after cached data sets existed: left out of :meth:`DataGenConfig.key` at their defaults."""
+_KEY_DEFAULTS = {f: DataGenConfig.__dataclass_fields__[f].default for f in _ADDED_FIELDS}
 
 
 @dataclass(frozen=True)

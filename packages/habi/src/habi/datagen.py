@@ -85,7 +85,9 @@ def _references(config: DataGenConfig) -> tuple[float, float] | None:
 
 
 def _norm(ret: float, r_random: float, r_expert: float) -> float:
-    return 100.0 * (ret - r_random) / (r_expert - r_random)
+    from habi.data import normalized_score
+
+    return float(normalized_score(ret, random_return=r_random, expert_return=r_expert))
 
 
 def _episode_return_mean(d: dict[str, np.ndarray]) -> float:
