@@ -47,3 +47,25 @@ def test_grids_are_alike_and_floor_uses_the_split_asked_for(tiny_synth):
             assert np.isfinite(evaluate_predictions(td, split, pred, num_dst=num_dst))
     with pytest.raises(ValueError, match="split"):
         floor_predictions(graph, td, "train")
+
+
+def test_grid_extension_never_fits_an_invalid_depth_or_width():
+    from icml25.tuning import select
+    from relgnn.reproduce import valid_point
+
+    assert valid_point({"lr": 1e-2, "num_layers": 2, "channels": 16})
+    assert not valid_point({"lr": 1e-2, "num_layers": 0.5, "channels": 16})  # depth grid (1, 2) extended down
+    assert not valid_point({"lr": 1e-2, "num_layers": 1, "channels": 0})
+    fitted = []
+
+    def score(p):  # fewer layers are better: the tuner extends below the grid's edge
+        if not valid_point(p):
+            return float("nan")
+        fitted.append(p["num_layers"])
+        return -float(p["num_layers"])
+
+    sel = select(score, {"lr": [1e-2], "num_layers": [1, 2], "channels": [16]}, extend=1)
+    assert sel.params["num_layers"] == 1 and sorted(fitted) == [1, 2]  # 0.5 proposed, scored NaN, never fitted
+    # control: more layers better -> the upward extension (depth 4) is fitted and chosen
+    sel = select(lambda p: float(p["num_layers"]), {"lr": [1e-2], "num_layers": [1, 2], "channels": [16]}, extend=1)
+    assert sel.params["num_layers"] == 4

@@ -106,6 +106,12 @@ def _run_jobs(jobs: list, workers: int, bar) -> dict:
     return out
 
 
+def valid_point(p: dict) -> bool:
+    """A GNN grid point can be fitted: lr > 0, and depth and width whole numbers >= 1 (a grid extended past its
+    edge can propose e.g. 0.5 layers; the tuner then scores it NaN, so it is never chosen)."""
+    return (p["lr"] > 0 and all(float(p[k]).is_integer() and p[k] >= 1 for k in ("num_layers", "channels")))
+
+
 def run_all(cfg: Config, seeds: list[int]) -> dict:
     """Generate the database, presample every task, tune alike, run every seed (memoised per budget)."""
     key = (cfg, tuple(seeds))
@@ -156,6 +162,8 @@ def run_all(cfg: Config, seeds: list[int]) -> dict:
             return evaluate_predictions(td, split, pred, num_dst=num_dst)
 
         def val_score(p, m, name=name):
+            if not valid_point(p):  # an extension past a hard bound (e.g. depth 0.5): never chosen
+                return float("nan")
             key = (name, m, p["lr"], p["num_layers"], p["channels"], seeds[0])
             if key not in res:  # a point beyond the grid's edge (cfg.extend): fitted on demand
                 bar.total += 1
