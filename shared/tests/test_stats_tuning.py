@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from icml25.claims import Claim, Report, count_verdicts, validate_results, verdict_summary
 from icml25.stats import threshold_verdict, verdict
-from icml25.tuning import select, selections_table, tune_alike
+from icml25.tuning import arithmetic_step, integer_step, select, selections_table, tune_alike
 
 WIN = ([0.90, 0.91, 0.89, 0.92, 0.90], [0.50, 0.52, 0.49, 0.51, 0.50])
 
@@ -142,6 +142,29 @@ def test_select_interior_optimum_of_quadratic_and_flags_edge():
     ext = select(f, {"lr": [1e-6, 1e-5, 1e-4]}, extend=3)
     assert ext.params["lr"] == pytest.approx(1e-3) and ext.at_edge == []
     assert len(ext.trials) == 5 and ext.grid_size == 3  # 1e-3 then 1e-2 (worse) stop the extension
+
+
+def test_step_rules_keep_integer_knobs_integer_and_apply_per_knob():
+    assert [integer_step([15, 31], u) for u in (False, True)] == [7, 64]
+    assert [integer_step([100, 300], u) for u in (False, True)] == [33, 900]
+    assert integer_step([1, 2], True) == 4 and integer_step([2, 3], True) == 4  # 4.5 -> 4; 3 would repeat -> 4
+    assert all(isinstance(integer_step(v, u), int) for v in ([15, 31], [1, 2], [2, 3]) for u in (False, True))
+    assert [arithmetic_step([1, 2], u) for u in (False, True)] == [0, 3]
+    # depth best at 3, width best at 64: the default geometric step would propose 4 layers and 33.3 leaves
+    f = lambda p: -abs(p["depth"] - 3) - abs(math.log2(p["width"]) - 6)
+    grid = {"depth": [1, 2], "width": [16, 32]}
+    sel = select(f, grid, extend=1, steps={"depth": arithmetic_step, "width": integer_step})
+    assert sel.params == {"depth": 3, "width": 64} and [t["params"] for t in sel.trials[4:]] == [
+        {"depth": 3, "width": 32}, {"depth": 3, "width": 64}]
+    # negative control: without the rule depth jumps to 4 and misses the optimum at 3
+    plain = select(f, grid, extend=1)
+    assert plain.params["depth"] != 3 and {"depth": 4, "width": 32} in [t["params"] for t in plain.trials]
+    with pytest.raises(ValueError, match="not in the grid"):
+        select(f, grid, extend=1, steps={"heads": arithmetic_step})
+    # tune_alike gives each competitor only the rules of its own knobs
+    both = tune_alike({"a": (f, grid), "b": (lambda p: -abs(p["lr"] - 1), {"lr": [0.25, 0.5, 1.0, 2.0]})},
+                      extend=1, steps={"depth": arithmetic_step})
+    assert both["a"].params["depth"] == 3 and both["b"].params == {"lr": 1.0}
 
 
 def test_select_lower_is_better_two_knobs_and_divergence():

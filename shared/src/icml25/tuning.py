@@ -5,7 +5,10 @@ of the same size (it refuses unequal grids), picks each one's best validation sc
 at the edge of its grid: an optimum at the edge means the grid did not bracket it. With ``extend=k`` a numeric knob
 chosen at an edge is extended up to ``k`` times by one more step in that direction (geometric for positive
 log-spaced grids, arithmetic otherwise), holding the other knobs at their chosen values, until the choice is
-interior; whatever is still at an edge is reported in :attr:`Selection.at_edge` and in the claim's note.
+interior; whatever is still at an edge is reported in :attr:`Selection.at_edge` and in the claim's note. A knob
+whose values need another rule passes it in ``steps``: :func:`integer_step` (geometric, rounded to a new integer, e.g.
+channels 16 -> 8, tree sizes 15 -> 7) or :func:`arithmetic_step` (e.g. depth 2 -> 3), or any
+``(values, upward) -> next value``.
 
 Usage::
 
@@ -105,6 +108,22 @@ def _next_value(vals: list[Any], upward: bool) -> Any:
     return type(s[0])(nxt) if isinstance(s[0], int) and float(nxt).is_integer() else nxt
 
 
+def arithmetic_step(vals: Sequence[Any], upward: bool) -> Any:
+    """One more value beyond the edge at the spacing of the two outermost values (depth (1, 2) -> 3 or 0)."""
+    s = sorted(vals)
+    a, b = (s[-2], s[-1]) if upward else (s[1], s[0])
+    return b + (b - a)
+
+
+def integer_step(vals: Sequence[Any], upward: bool) -> int:
+    """The default step (geometric on a positive grid) rounded to an integer; the arithmetic step when rounding
+    lands on a value already in the grid (15, 31 -> 7 or 64; 100, 300 -> 33 or 900; 1, 2 -> 0 or 4)."""
+    nxt = int(round(_next_value(list(vals), upward)))
+    if nxt in vals:
+        nxt = int(arithmetic_step(vals, upward))
+    return nxt
+
+
 def select(
     evaluate: Callable[[Params], float],
     grid: Mapping[str, Sequence[Any]],
@@ -112,15 +131,20 @@ def select(
     name: str = "",
     higher_is_better: bool = True,
     extend: int = 0,
+    steps: Mapping[str, Callable[[Sequence[Any], bool], Any]] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Selection:
     """Evaluate every point of the Cartesian ``grid`` and keep the best finite validation score.
 
     ``evaluate(params) -> score`` trains on the training split and scores on the validation split. With
     ``extend > 0`` a numeric knob chosen at an edge gets up to ``extend`` new values beyond it (see the module
-    docstring). Ties go to the first point in grid order.
+    docstring); ``steps[knob](values, upward)`` overrides the step for that knob. Ties go to the first point in
+    grid order.
     """
     g = _validate_grid(grid, name or "select")
+    steps = dict(steps or {})
+    if unknown := sorted(set(steps) - set(g)):
+        raise ValueError(f"{name or 'select'}: steps names knobs not in the grid: {unknown}; the grid has {list(g)}")
     if extend < 0:
         raise ValueError(f"extend must be >= 0, got {extend}")
     keys = list(g)
@@ -159,7 +183,7 @@ def select(
         moved = False
         for k in edges:
             upward = best_p[k] == max(g[k])
-            v = _next_value(g[k], upward)
+            v = steps.get(k, _next_value)(g[k], upward)
             g[k] = sorted(g[k] + [v])
             p = {**best_p, k: v}
             s = run(p)
@@ -180,15 +204,20 @@ def tune_alike(
     *,
     higher_is_better: bool = True,
     extend: int = 0,
+    steps: Mapping[str, Callable[[Sequence[Any], bool], Any]] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Selection]:
-    """:func:`select` for each ``name -> (evaluate, grid)``, refusing grids of unequal size (same budget for all)."""
+    """:func:`select` for each ``name -> (evaluate, grid)``, refusing grids of unequal size (same budget for all).
+
+    ``steps`` (knob -> step rule, see :func:`select`) applies to every competitor whose grid has that knob."""
     if not competitors:
         raise ValueError("tune_alike needs at least one competitor")
     sizes = {n: grid_size(_validate_grid(gr, n)) for n, (_, gr) in competitors.items()}
     if len(set(sizes.values())) != 1:
         raise ValueError(f"grids are not alike (same number of points for every method): {sizes}")
-    return {n: select(fn, gr, name=n, higher_is_better=higher_is_better, extend=extend, progress=progress)
+    steps = dict(steps or {})
+    return {n: select(fn, gr, name=n, higher_is_better=higher_is_better, extend=extend,
+                      steps={k: f for k, f in steps.items() if k in gr}, progress=progress)
             for n, (fn, gr) in competitors.items()}
 
 
