@@ -4,6 +4,8 @@ budget has >= 5 seeds and a test split of >= 1,000 rows per task."""
 
 from __future__ import annotations
 
+from itertools import product
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -51,21 +53,58 @@ def test_grids_are_alike_and_floor_uses_the_split_asked_for(tiny_synth):
 
 def test_grid_extension_never_fits_an_invalid_depth_or_width():
     from icml25.tuning import select
-    from relgnn.reproduce import valid_point
+    from relgnn.reproduce import STEPS, valid_point
 
     assert valid_point({"lr": 1e-2, "num_layers": 2, "channels": 16})
-    assert not valid_point({"lr": 1e-2, "num_layers": 0.5, "channels": 16})  # depth grid (1, 2) extended down
+    assert not valid_point({"lr": 1e-2, "num_layers": 0, "channels": 16})  # depth grid (1, 2) extended down
+    assert not valid_point({"lr": 1e-2, "num_layers": 0.5, "channels": 16})
     assert not valid_point({"lr": 1e-2, "num_layers": 1, "channels": 0})
     fitted = []
+    grid = {"lr": [1e-2], "num_layers": [1, 2], "channels": [16, 32]}
 
-    def score(p):  # fewer layers are better: the tuner extends below the grid's edge
+    def score(p):  # fewer layers and more channels are better: the tuner extends past both edges
         if not valid_point(p):
             return float("nan")
-        fitted.append(p["num_layers"])
-        return -float(p["num_layers"])
+        fitted.append((p["num_layers"], p["channels"]))
+        return -float(p["num_layers"]) + p["channels"] / 100
 
-    sel = select(score, {"lr": [1e-2], "num_layers": [1, 2], "channels": [16]}, extend=1)
-    assert sel.params["num_layers"] == 1 and sorted(fitted) == [1, 2]  # 0.5 proposed, scored NaN, never fitted
-    # control: more layers better -> the upward extension (depth 4) is fitted and chosen
-    sel = select(lambda p: float(p["num_layers"]), {"lr": [1e-2], "num_layers": [1, 2], "channels": [16]}, extend=1)
-    assert sel.params["num_layers"] == 4
+    sel = select(score, grid, extend=1, steps={k: STEPS[k] for k in grid if k in STEPS})
+    assert sel.params == {"lr": 1e-2, "num_layers": 1, "channels": 64}  # width 32 -> 64 (an integer)
+    assert (0, 32) not in fitted and len(fitted) == 5  # depth 0 proposed, scored NaN, never fitted
+    # control: more layers better -> depth extends by one layer (3), not geometrically to 4
+    sel = select(lambda p: float(p["num_layers"]), grid, extend=1, steps={"num_layers": STEPS["num_layers"]})
+    assert sel.params["num_layers"] == 3
+    assert select(lambda p: float(p["num_layers"]), grid, extend=1).params["num_layers"] == 4  # the default step
+
+
+def test_tuning_in_parallel_passes_equals_the_sequential_tuner():
+    from icml25.tuning import select
+    from relgnn.reproduce import STEPS, tune_in_passes
+
+    grid = {"lr": [3e-3, 1e-2], "num_layers": [1, 2], "channels": [16, 32]}
+    steps = {k: STEPS[k] for k in grid if k in STEPS}
+    f = lambda p: -abs(p["num_layers"] - 3) - abs(p["channels"] - 64) / 16 - abs(np.log10(p["lr"]) + 1.5)
+    res = {tuple(p): f(dict(zip(grid, p))) for p in product(*grid.values())}  # the grid, fitted up front
+    on_grid = dict(res)
+    missing, batches = set(), []
+
+    def probe(p):
+        key = tuple(p.values())
+        if key not in res:
+            if not missing:  # only the first unfitted point of a pass is collected
+                missing.add(key)
+            return float("nan")
+        return res[key]
+
+    def fit(keys):
+        batches.append(keys)
+        res.update({k: f(dict(zip(grid, k))) for k in keys})
+
+    got = tune_in_passes(lambda: select(probe, grid, extend=2, steps=steps), missing, fit)
+    want = select(f, grid, extend=2, steps=steps)
+    assert got.params == want.params and got.trials == want.trials and got.at_edge == want.at_edge
+    assert want.params == {"lr": pytest.approx(1e-2 / 0.3), "num_layers": 3, "channels": 64} and len(batches) >= 2
+    assert sum(map(len, batches)) == len(want.trials) - 8  # every extension fitted once, nothing on speculation
+    # negative control: one pass without the fits stops at the grid's edge
+    one = select(lambda p: on_grid.get(tuple(p.values()), float("nan")), grid, extend=2, steps=steps)
+    assert one.params == {"lr": 1e-2, "num_layers": 2, "channels": 32} != want.params

@@ -8,7 +8,8 @@ that every model and grid point trains on. Then:
    channels on the validation split (first model seed, best validation epoch) from the same grid; the no-relation
    floor (scikit-learn ``HistGradientBoosting`` on the entity's own columns; popularity for recommendation) picks
    its own knobs from a grid of the same size. A knob chosen at the grid's edge gets one more value beyond it
-   (``Config.extend``, fitted on demand); remaining edge choices are flagged in the claim notes. Every GNN uses the
+   (``Config.extend``, step rules :data:`STEPS`; the extra points are fitted in parallel); remaining edge choices
+   are flagged in the claim notes. Every GNN uses the
    torch-frame per-table encoder (RelBench's); RelGNN with the plain MLP encoder is an ablation row.
 2. **Seeds**: the chosen settings run on every model seed (two worker processes, one torch thread each); verdicts are
    paired one-sided t-tests over the per-seed test numbers (:meth:`icml25.claims.Claim.compare`).
@@ -30,6 +31,7 @@ import numpy as np
 from icml25.claims import Claim, fmt_seeds
 from icml25.experiment import Section, run_experiments
 from icml25.parallel import ForkPool
+from icml25.tuning import arithmetic_step, integer_step
 
 from relgnn.config import BUDGETS, Config
 
@@ -112,6 +114,30 @@ def valid_point(p: dict) -> bool:
     return (p["lr"] > 0 and all(float(p[k]).is_integer() and p[k] >= 1 for k in ("num_layers", "channels")))
 
 
+STEPS = {"num_layers": arithmetic_step, "channels": integer_step, "max_leaf_nodes": integer_step,
+         "max_iter": integer_step, "lookback": arithmetic_step}
+"""How an edge choice is extended (``Config.extend``): depth by one layer (2 -> 3; 1 -> 0 is past the hard bound,
+scored NaN), widths and tree sizes to the next integer of the geometric step (16 -> 8, 32 -> 64; 15 -> 7,
+300 -> 900), the popularity window by one seed time; the learning rates geometrically (0.01 -> 0.033)."""
+
+
+def tune_in_passes(tune_pass, missing: set, fit) -> object:
+    """Run ``tune_pass()`` until it meets no unfitted point, fitting each pass's points together in between.
+
+    ``tune_pass`` scores a point it has no fit for NaN, adding the key of each competitor's *first* unfitted point
+    to ``missing`` (later ones of that competitor are NaN too but not collected, so nothing is fitted on
+    speculation); ``fit(keys)`` fits them in parallel workers. A NaN is never chosen, so a pass follows each
+    competitor's tuner exactly up to its first unfitted point; the last pass meets none and is therefore exactly
+    the sequential tuner's run, with the grid extensions of every task and model fitted side by side.
+    """
+    while True:
+        missing.clear()
+        out = tune_pass()
+        if not missing:
+            return out
+        fit(sorted(missing))
+
+
 def run_all(cfg: Config, seeds: list[int]) -> dict:
     """Generate the database, presample every task, tune alike, run every seed (memoised per budget)."""
     key = (cfg, tuple(seeds))
@@ -153,31 +179,49 @@ def run_all(cfg: Config, seeds: list[int]) -> dict:
     jobs = [(t, m, lr, L, C, seeds[0], cfg) for t in cfg.tasks for m in cfg.models for lr, L, C in points]
     res = _run_jobs(jobs, cfg.workers, bar)
     selections, chosen, floors = {}, {}, {}
-    for name in cfg.tasks:
+    missing: set = set()
+    floor_memo: dict = {}
+
+    def tune_task(name: str, probe: bool) -> dict:
         graph, td, _ = _STATE[name]
         num_dst = graph.num_nodes(td.dst) if td.dst else None
 
-        def floor_score(p, split, s, graph=graph, td=td, num_dst=num_dst):
-            pred = floor_predictions(graph, td, split, seed=s, **p)
-            return evaluate_predictions(td, split, pred, num_dst=num_dst)
+        def floor_score(p, split, s):
+            key = (name, tuple(sorted(p.items())), split, s)
+            if key not in floor_memo:
+                pred = floor_predictions(graph, td, split, seed=s, **p)
+                floor_memo[key] = evaluate_predictions(td, split, pred, num_dst=num_dst)
+            return floor_memo[key]
 
-        def val_score(p, m, name=name):
-            if not valid_point(p):  # an extension past a hard bound (e.g. depth 0.5): never chosen
+        def val_score(p, m):
+            if not valid_point(p):  # an extension past a hard bound (e.g. depth 0): never chosen
                 return float("nan")
             key = (name, m, p["lr"], p["num_layers"], p["channels"], seeds[0])
-            if key not in res:  # a point beyond the grid's edge (cfg.extend): fitted on demand
+            if key not in res:  # a point beyond the grid's edge (cfg.extend)
+                if probe:  # this competitor's first unfitted point is collected and fitted before the next pass
+                    if not any(k[:2] == key[:2] for k in missing):
+                        missing.add(key)
+                    return float("nan")
                 bar.total += 1
                 res.update(_run_jobs([(*key, cfg)], 1, bar))
             return res[key]["val"]
 
-        comp = {NAMES[m]: ((lambda p, m=m, vs=val_score: vs(p, m)), grid) for m in cfg.models}
-        comp[FLOOR] = ((lambda p, fs=floor_score: fs(p, "val", seeds[0])), floor_grid(cfg, td.kind))
-        sel = tune_alike(comp, higher_is_better=td.higher_is_better, extend=cfg.extend)
-        selections[name] = sel
+        comp = {NAMES[m]: ((lambda p, m=m: val_score(p, m)), grid) for m in cfg.models}
+        comp[FLOOR] = ((lambda p: floor_score(p, "val", seeds[0])), floor_grid(cfg, td.kind))
+        sel = tune_alike(comp, higher_is_better=td.higher_is_better, extend=cfg.extend, steps=STEPS)
+        return dict(sel=sel, floor=[floor_score(sel[FLOOR].params, "test", s) for s in seeds])
+
+    def fit_missing(keys: list) -> None:
+        bar.total += len(keys)
+        res.update(_run_jobs([(*k, cfg) for k in keys], cfg.workers, bar))
+
+    out = tune_in_passes(lambda: {name: tune_task(name, probe=True) for name in cfg.tasks}, missing, fit_missing)
+    for name in cfg.tasks:
+        sel = selections[name] = out[name]["sel"]
         for m in cfg.models:
             p = sel[NAMES[m]].params
             chosen[(name, m)] = (p["lr"], p["num_layers"], p["channels"])
-        floors[name] = [floor_score(sel[FLOOR].params, "test", s) for s in seeds]
+        floors[name] = out[name]["floor"]
     # phase 2: the chosen settings on the other seeds
     jobs = [(t, m, *chosen[(t, m)], s, cfg) for t in cfg.tasks for m in cfg.models for s in seeds[1:]]
     other = "mlp" if cfg.encoder == "torch-frame" else "torch-frame"
@@ -240,6 +284,12 @@ def comparison(cfg: Config, seeds: list[int], out: Path) -> Section:
         cols = c
         rows += [[task, *x] for x in r]
     s.table("hyper-parameters chosen on the validation split", ["task", *cols], rows)
+    rows = [[task, n, ", ".join(f"{k}={v:g}" for k, v in t["params"].items()),
+             "past a hard bound (not fitted)" if t["score"] is None else f"{t['score']:.4g}"]
+            for task, sel in info["selections"].items() for n, x in sel.items() for t in x.trials[x.grid_size:]]
+    if rows:
+        s.table("points added beyond the grid's edge (Config.extend), in the order tried", ["task", "method",
+                "point", "validation score"], rows)
     rows = []
     for task in cfg.tasks:
         t = ti[task]
