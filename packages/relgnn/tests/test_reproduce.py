@@ -59,6 +59,12 @@ def test_grid_extension_never_fits_an_invalid_depth_or_width():
     assert not valid_point({"lr": 1e-2, "num_layers": 0, "channels": 16})  # depth grid (1, 2) extended down
     assert not valid_point({"lr": 1e-2, "num_layers": 0.5, "channels": 16})
     assert not valid_point({"lr": 1e-2, "num_layers": 1, "channels": 0})
+    from relgnn.reproduce import valid_floor_point
+
+    assert valid_floor_point({"learning_rate": 0.009, "max_leaf_nodes": 3, "max_iter": 33})
+    assert valid_floor_point({"lookback": 1}) and not valid_floor_point({"lookback": 0})
+    assert not valid_floor_point({"learning_rate": 0.03, "max_leaf_nodes": 1, "max_iter": 100})  # (3, 7) extended
+    assert not valid_floor_point({"learning_rate": 0.0, "max_leaf_nodes": 7, "max_iter": 100})
     fitted = []
     grid = {"lr": [1e-2], "num_layers": [1, 2], "channels": [16, 32]}
 

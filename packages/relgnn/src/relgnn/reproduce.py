@@ -114,6 +114,15 @@ def valid_point(p: dict) -> bool:
     return (p["lr"] > 0 and all(float(p[k]).is_integer() and p[k] >= 1 for k in ("num_layers", "channels")))
 
 
+FLOOR_MIN = {"learning_rate": 0.0, "max_leaf_nodes": 2, "max_iter": 1, "lookback": 1}
+"""The floor's hard bounds (scikit-learn needs >= 2 leaves; a learning rate > 0, the others >= the value)."""
+
+
+def valid_floor_point(p: dict) -> bool:
+    """A floor grid point can be fitted (an extension past a hard bound, e.g. 1 leaf, is scored NaN)."""
+    return all(v > FLOOR_MIN[k] if k == "learning_rate" else v >= FLOOR_MIN[k] for k, v in p.items())
+
+
 STEPS = {"num_layers": arithmetic_step, "channels": integer_step, "max_leaf_nodes": integer_step,
          "max_iter": integer_step, "lookback": arithmetic_step}
 """How an edge choice is extended (``Config.extend``): depth by one layer (2 -> 3; 1 -> 0 is past the hard bound,
@@ -182,11 +191,13 @@ def run_all(cfg: Config, seeds: list[int]) -> dict:
     missing: set = set()
     floor_memo: dict = {}
 
-    def tune_task(name: str, probe: bool) -> dict:
+    def tune_task(name: str) -> dict:
         graph, td, _ = _STATE[name]
         num_dst = graph.num_nodes(td.dst) if td.dst else None
 
         def floor_score(p, split, s):
+            if not valid_floor_point(p):  # an extension past a hard bound: never chosen
+                return float("nan")
             key = (name, tuple(sorted(p.items())), split, s)
             if key not in floor_memo:
                 pred = floor_predictions(graph, td, split, seed=s, **p)
@@ -197,13 +208,10 @@ def run_all(cfg: Config, seeds: list[int]) -> dict:
             if not valid_point(p):  # an extension past a hard bound (e.g. depth 0): never chosen
                 return float("nan")
             key = (name, m, p["lr"], p["num_layers"], p["channels"], seeds[0])
-            if key not in res:  # a point beyond the grid's edge (cfg.extend)
-                if probe:  # this competitor's first unfitted point is collected and fitted before the next pass
-                    if not any(k[:2] == key[:2] for k in missing):
-                        missing.add(key)
-                    return float("nan")
-                bar.total += 1
-                res.update(_run_jobs([(*key, cfg)], 1, bar))
+            if key not in res:  # beyond the grid's edge (cfg.extend): this competitor's first unfitted point is
+                if not any(k[:2] == key[:2] for k in missing):  # collected and fitted before the next pass
+                    missing.add(key)
+                return float("nan")
             return res[key]["val"]
 
         comp = {NAMES[m]: ((lambda p, m=m: val_score(p, m)), grid) for m in cfg.models}
@@ -215,7 +223,7 @@ def run_all(cfg: Config, seeds: list[int]) -> dict:
         bar.total += len(keys)
         res.update(_run_jobs([(*k, cfg) for k in keys], cfg.workers, bar))
 
-    out = tune_in_passes(lambda: {name: tune_task(name, probe=True) for name in cfg.tasks}, missing, fit_missing)
+    out = tune_in_passes(lambda: {name: tune_task(name) for name in cfg.tasks}, missing, fit_missing)
     for name in cfg.tasks:
         sel = selections[name] = out[name]["sel"]
         for m in cfg.models:
