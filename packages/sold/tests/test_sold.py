@@ -151,6 +151,63 @@ def test_aggregator_invariant_to_slot_order_and_causal():
     torch.testing.assert_close(att.sum(-1), torch.ones(2, 4))
 
 
+def test_aggregator_cache_equals_forward_on_the_whole_history():
+    """step() over chunks of steps (a key/value cache) gives forward()'s outputs; the ALiBi offset matters."""
+    g = tiny_agg()
+    s = torch.randn(2, 6, 3, 8)
+    full = g(s)
+    out, cache = g.step(s[:, :2])
+    outs = [out]
+    for t in range(2, 6):
+        out, cache = g.step(s[:, t: t + 1], cache)
+        outs.append(out)
+    torch.testing.assert_close(torch.cat(outs, 1), full, atol=1e-5, rtol=1e-5)
+    assert cache["t"] == 6
+    # negative control: the last step without the cached past is another output
+    alone, _ = g.step(s[:, 5:])
+    assert (alone - full[:, 5:]).abs().max() > 1e-4
+    with pytest.raises(SoldError, match="slots per step"):
+        g.step(torch.randn(2, 1, 4, 8), cache)
+
+
+def test_cached_actor_in_imagination_equals_recomputing_the_history():
+    """imagine() feeds the slot-aggregation actor one new step per call (GrowingHistory); the states, actions and
+    the actor's gradients equal those of an actor that recomputes the whole history at every step."""
+    from torch import nn
+
+    class Recompute(nn.Module):  # the same actor without step(): imagine() recomputes the history
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            return self.m(x)
+
+    dyn = OCVPDynamics(slot_dim=8, action_dim=2, token_dim=16, num_layers=1, heads=2, ff_dim=16, dropout=0.0)
+    th = TwoHot(11)
+    res = []
+    for wrap in (False, True):
+        torch.manual_seed(0)
+        actor = SlotAggregationTransformer(slot_dim=8, out_dim=4, token_dim=16, num_layers=2, heads=2, ff_dim=16,
+                                           head_hidden=16)
+        critic = SlotAggregationTransformer(slot_dim=8, out_dim=11, token_dim=16, num_layers=1, heads=2, ff_dim=16,
+                                            head_hidden=16)
+        lr = ImaginationLearner(actor=Recompute(actor) if wrap else actor, critic=critic, action_dim=2, twohot=th,
+                                horizon=4)
+        ctx, ctx_a = torch.randn(2, 3, 3, 8), torch.rand(2, 2, 2)
+        torch.manual_seed(1)
+        states, actions, ent = lr.imagine(lambda x, a: dyn(x, a)[:, -1], ctx, ctx_a)
+        loss = states.square().sum() + actions.sum() + ent.sum()
+        grads = torch.autograd.grad(loss, list(actor.parameters()), allow_unused=True)
+        res.append((states, actions, grads))
+    (s1, a1, g1), (s2, a2, g2) = res
+    torch.testing.assert_close(s1, s2, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(a1, a2, atol=1e-5, rtol=1e-5)
+    for x, y in zip(g1, g2):
+        torch.testing.assert_close(x, y, atol=1e-5, rtol=1e-4)
+    assert any(x is not None and x.abs().max() > 0 for x in g1)  # the actor does get gradients through the dynamics
+
+
 def test_alibi_bias_values():
     b = alibi_causal_bias(3, 2, 2)
     assert b.shape == (2, 6, 6)
@@ -481,6 +538,33 @@ def test_ocvp_cache_refuses_active_dropout_and_default_follows_the_mode():
     with pytest.raises(SoldError, match="dropout"):
         m.step(torch.randn(1, 2, 5, 8), torch.randn(1, 2, 2))
     assert _ocvp(dropout=0.0).train().can_cache and m.eval().can_cache
+
+
+def test_ocvp_cache_in_training_applies_the_layers_dropout_once_per_token():
+    """cache_in_training: the cached rollout runs in train mode with dropout active (stochastic, seeded, with
+    gradients); at dropout 0 in train mode it equals the uncached rollout, so the cached path's dropout calls sit where
+    the layers' own forward has them and change nothing else."""
+    m = _ocvp(dropout=0.3)
+    m.cache_in_training = True
+    m.train()
+    assert m.can_cache
+    ctx, acts = torch.randn(2, 3, 5, 8), torch.randn(2, 3 + 4, 2)
+    torch.manual_seed(5)
+    a = m.rollout(ctx, acts, 4)
+    torch.manual_seed(5)
+    b = m.rollout(ctx, acts, 4)
+    torch.testing.assert_close(a, b)                                         # seeded: deterministic
+    c = m.rollout(ctx, acts, 4)
+    assert (a - c).abs().max() > 1e-4                                        # dropout is active in the cached path
+    ev = m.eval().rollout(ctx, acts, 4)
+    assert (a - ev).abs().max() > 1e-4
+    g = _ocvp(dropout=0.0).train()
+    g.cache_in_training = True
+    torch.testing.assert_close(g.rollout(ctx, acts, 4, cache=True), g.rollout(ctx, acts, 4, cache=False),
+                               atol=1e-5, rtol=1e-5)
+    out = g.rollout(ctx, acts, 4, cache=True)
+    grads = torch.autograd.grad(out.square().sum(), list(g.parameters()), allow_unused=True)
+    assert all(x is not None for x in grads)
 
 
 def test_gru_cached_rollout_equals_the_uncached_one():

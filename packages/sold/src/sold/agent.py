@@ -107,7 +107,8 @@ class SOLD:
                                         token_dim=c.token_dim, num_layers=c.num_layers, heads=c.heads,
                                         ff_dim=c.ff_dim, dropout=c.dynamics_dropout, dyn_lr=c.dyn_lr,
                                         reward_lr=c.reward_lr, head_hidden=c.head_hidden,
-                                        image_loss_steps=c.image_loss_steps)
+                                        image_loss_steps=c.image_loss_steps,
+                                        train_cache=c.train_cache)
 
             def head(out: int, zero: bool):
                 return SlotAggregationTransformer(slot_dim=d, out_dim=out, token_dim=c.token_dim,

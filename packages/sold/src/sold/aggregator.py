@@ -28,11 +28,13 @@ def alibi_slopes(heads: int) -> torch.Tensor:
     return torch.tensor([2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)])
 
 
-def alibi_causal_bias(steps: int, tokens_per_step: int, heads: int) -> torch.Tensor:
-    """``[H, N, N]`` additive attention bias over ``N = steps · tokens_per_step`` tokens: ``−m_h (i − j)`` between
-    steps ``i ≥ j`` and ``−inf`` towards later steps."""
-    step = torch.arange(steps).repeat_interleave(tokens_per_step)                 # [N] step index of each token
-    dist = (step[:, None] - step[None, :]).float()                                 # [N, N] i − j
+def alibi_causal_bias(steps: int, tokens_per_step: int, heads: int, *, past: int = 0) -> torch.Tensor:
+    """``[H, N, P + N]`` additive attention bias of the ``N = steps · tokens_per_step`` tokens of steps
+    ``past … past + steps − 1`` over the ``P = past · tokens_per_step`` earlier tokens and themselves: ``−m_h (i − j)``
+    between steps ``i ≥ j`` and ``−inf`` towards later steps (``past = 0``: the square ``[H, N, N]`` bias)."""
+    step = torch.arange(past, past + steps).repeat_interleave(tokens_per_step)    # [N] step index of each new token
+    key_step = torch.arange(past + steps).repeat_interleave(tokens_per_step)      # [P + N]
+    dist = (step[:, None] - key_step[None, :]).float()                             # [N, P + N] i − j
     bias = -alibi_slopes(heads)[:, None, None] * dist[None]
     return bias.masked_fill(dist[None] < 0, float("-inf"))
 
@@ -46,14 +48,20 @@ class _Block(nn.Module):
         self.proj = nn.Linear(dim, dim)
         self.ff = nn.Sequential(nn.Linear(dim, ff_dim), nn.SiLU(), nn.Linear(ff_dim, dim))
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, bias: torch.Tensor,
+                past: tuple[torch.Tensor, torch.Tensor] | None = None):
+        """``x [B, N, E]`` (new tokens), ``bias [H, N, P + N]``, ``past``: the keys and values ``[B, H, P, E/H]`` of
+        the ``P`` earlier tokens. Returns the new tokens, the attention ``[B, H, N, P + N]`` and the keys/values of
+        all ``P + N`` tokens."""
         b, n, e = x.shape
         q, k, v = self.qkv(self.norm1(x)).reshape(b, n, 3, self.heads, e // self.heads).permute(2, 0, 3, 1, 4)
-        att = (q @ k.transpose(-1, -2)) * (e // self.heads) ** -0.5 + bias         # [B, H, N, N]
+        if past is not None:
+            k, v = torch.cat([past[0], k], 2), torch.cat([past[1], v], 2)
+        att = (q @ k.transpose(-1, -2)) * (e // self.heads) ** -0.5 + bias         # [B, H, N, P + N]
         att = att.softmax(-1)
         y = (att @ v).transpose(1, 2).reshape(b, n, e)                             # [B, N, E]
         x = x + self.proj(y)
-        return x + self.ff(self.norm2(x)), att
+        return x + self.ff(self.norm2(x)), att, (k, v)
 
 
 class SlotAggregationTransformer(nn.Module):
@@ -91,9 +99,30 @@ class SlotAggregationTransformer(nn.Module):
         bias = alibi_causal_bias(t, k + 1, self.heads).to(x)
         att = None
         for blk in self.blocks:
-            x, att = blk(x, bias)
+            x, att, _ = blk(x, bias)
         y = self.head(x.reshape(b, t, k + 1, -1)[:, :, k])                          # output tokens → [B, T, out]
         return (y, att) if return_attn else y
+
+    def step(self, slots: torch.Tensor, cache: dict | None = None) -> tuple[torch.Tensor, dict]:
+        """Incremental :meth:`forward`: ``slots [B, Tn, K, D]`` are the steps after those in ``cache`` (``None``:
+        none yet). Returns the outputs of the new steps ``[B, Tn, out]`` and the cache (every layer's keys and values
+        and the step count). Exact: a step's tokens attend only to steps ≤ its own, so the earlier tokens' keys and
+        values do not change when steps are appended (equal to ``forward`` on the whole history, tested)."""
+        if slots.ndim != 4 or slots.shape[-1] != self.slot_dim:
+            raise SoldError(f"slots must have shape [B, T, K, {self.slot_dim}], got {tuple(slots.shape)}")
+        b, tn, k, _ = slots.shape
+        t0 = 0 if cache is None else cache["t"]
+        if cache is not None and cache["k"] != k:
+            raise SoldError(f"the cache holds {cache['k']} slots per step, got {k}")
+        tok = self.slot_in(slots)
+        x = torch.cat([tok, self.output_token.expand(b, tn, 1, -1)], 2).reshape(b, tn * (k + 1), -1)
+        bias = alibi_causal_bias(tn, k + 1, self.heads, past=t0).to(x)
+        kv = []
+        for i, blk in enumerate(self.blocks):
+            x, _, layer_kv = blk(x, bias, None if cache is None else cache["kv"][i])
+            kv.append(layer_kv)
+        y = self.head(x.reshape(b, tn, k + 1, -1)[:, :, k])
+        return y, {"t": t0 + tn, "k": k, "kv": kv}
 
     def output_attention_on_slots(self, slots: torch.Tensor) -> torch.Tensor:
         """``[B, T, K]``: the last layer's attention (mean over heads) of step ``t``'s output token on the ``K`` slots
@@ -119,3 +148,7 @@ class PerStepMLP(nn.Module):
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         return self.net(z)
+
+    def step(self, z: torch.Tensor, cache: dict | None = None) -> tuple[torch.Tensor, dict]:
+        """Incremental :meth:`forward` (per step, so nothing to carry but the step count)."""
+        return self.net(z), {"t": (0 if cache is None else cache["t"]) + z.shape[1]}

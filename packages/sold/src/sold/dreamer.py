@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from sold.errors import SoldError, check_unit_interval
+from sold.rollout import GrowingHistory
 
 
 def symlog(x: torch.Tensor) -> torch.Tensor:
@@ -171,8 +172,10 @@ class ImaginationLearner(nn.Module):
         """Roll out ``horizon`` steps: ``states [B, c + H, ...]``, ``actions [B, H, A]``, ``entropy [B, H]``."""
         x, acts = context, context_actions
         actions, ents = [], []
+        actor = GrowingHistory(self.actor) if hasattr(self.actor, "step") else None
         for _ in range(self.horizon):
-            d = self.dist(self.actor(x.detach())[:, -1])
+            raw = actor(x.detach()) if actor is not None else self.actor(x.detach())[:, -1]
+            d = self.dist(raw)
             a = d.rsample()
             if self.clip_imagined_actions:
                 a = a.clamp(-1, 1)

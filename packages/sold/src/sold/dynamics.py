@@ -49,7 +49,7 @@ class OCVPDynamics(nn.Module):
     """
 
     def __init__(self, *, slot_dim: int, action_dim: int, token_dim: int = 64, num_layers: int = 2, heads: int = 4,
-                 ff_dim: int = 128, dropout: float = 0.1, residual: bool = True):
+                 ff_dim: int = 128, dropout: float = 0.1, residual: bool = True, cache_in_training: bool = False):
         super().__init__()
         for name, v in (("slot_dim", slot_dim), ("action_dim", action_dim), ("token_dim", token_dim),
                         ("num_layers", num_layers), ("heads", heads), ("ff_dim", ff_dim)):
@@ -59,6 +59,7 @@ class OCVPDynamics(nn.Module):
         if not 0.0 <= dropout < 1.0:
             raise SoldError(f"dropout must be in [0, 1), got {dropout!r}")
         self.slot_dim, self.action_dim, self.token_dim, self.residual = slot_dim, action_dim, token_dim, residual
+        self.cache_in_training = bool(cache_in_training)
         self.slot_in = nn.Linear(slot_dim, token_dim)
         self.action_in = nn.Linear(action_dim, token_dim)
         self.drop = nn.Dropout(dropout)
@@ -99,8 +100,10 @@ class OCVPDynamics(nn.Module):
 
     @property
     def can_cache(self) -> bool:
-        """The key/value cache is exact when no dropout is active (eval mode, or dropout 0)."""
-        return not self.training or self.drop.p == 0.0
+        """Whether :meth:`rollout` uses the key/value cache by default: always exact when no dropout is active (eval
+        mode, or dropout 0); with active dropout only when ``cache_in_training``, where each token gets one dropout
+        mask (as in a GPT's teacher-forced pass) instead of a fresh mask at every recomputation of the history."""
+        return not self.training or self.drop.p == 0.0 or self.cache_in_training
 
     def _time_attention(self, tim: nn.TransformerEncoderLayer, x: torch.Tensor,
                         past: tuple[torch.Tensor, torch.Tensor] | None):
@@ -115,9 +118,11 @@ class OCVPDynamics(nn.Module):
             k, v = torch.cat([past[0], k], 2), torch.cat([past[1], v], 2)                # [N, h, Tc + Tn, E/h]
         tc = k.shape[2] - tn
         mask = torch.triu(torch.ones(tn, tc + tn, dtype=torch.bool, device=x.device), tc + 1)  # new row i sees ≤ tc + i
-        y = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~mask)           # [N, h, Tn, E/h]
-        x = x + att.out_proj(y.transpose(1, 2).reshape(n, tn, e))
-        x = x + tim.linear2(tim.activation(tim.linear1(tim.norm2(x))))
+        y = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~mask,
+                                                       dropout_p=att.dropout if self.training else 0.0)
+        # the layer's own dropout modules (identity in eval mode), placed as in its norm-first forward
+        x = x + tim.dropout1(att.out_proj(y.transpose(1, 2).reshape(n, tn, e)))
+        x = x + tim.dropout2(tim.linear2(tim.dropout(tim.activation(tim.linear1(tim.norm2(x))))))
         return x, (k, v)
 
     def step(self, slots: torch.Tensor, actions: torch.Tensor, cache: dict | None = None):
@@ -127,12 +132,13 @@ class OCVPDynamics(nn.Module):
         whole history (tested); only valid where :attr:`can_cache`."""
         self._check(slots, actions)
         if not self.can_cache:
-            raise SoldError("the key/value cache is only exact without active dropout (call .eval() or use dropout 0)")
+            raise SoldError("the key/value cache is only exact without active dropout (call .eval(), use dropout 0, "
+                            "or build the dynamics with cache_in_training=True)")
         b, tn, k, _ = slots.shape
         e = self.token_dim
         t0 = 0 if cache is None else cache["t"]
         tokens = torch.cat([self.slot_in(slots), self.action_in(actions)[:, :, None]], 2)   # [B, Tn, K + 1, E]
-        tokens = tokens + sinusoidal(tn, e, offset=t0).to(tokens)[None, :, None]
+        tokens = self.drop(tokens + sinusoidal(tn, e, offset=t0).to(tokens)[None, :, None])
         kv = []
         for i, (obj, tim) in enumerate(zip(self.object_blocks, self.time_blocks)):
             tokens = obj(tokens.reshape(b * tn, k + 1, e)).reshape(b, tn, k + 1, e)          # attention over objects

@@ -181,7 +181,8 @@ def _world_model(cfg: Config, kind: str, ae, lr: float, seed: int):
     if kind == "slots":
         return SlotWorldModel(savi=ae, action_dim=2, twohot=th, token_dim=gc.token_dim, num_layers=gc.num_layers,
                               heads=gc.heads, ff_dim=gc.ff_dim, dropout=gc.dynamics_dropout, dyn_lr=lr,
-                              reward_lr=gc.reward_lr, head_hidden=gc.head_hidden, image_loss_steps=gc.image_loss_steps)
+                              reward_lr=gc.reward_lr, head_hidden=gc.head_hidden, image_loss_steps=gc.image_loss_steps,
+                              train_cache=gc.train_cache)
     return HolisticWorldModel(ae=ae, action_dim=2, twohot=th, hidden=gc.holistic_hidden, dyn_lr=lr,
                               reward_lr=gc.reward_lr, head_hidden=gc.head_hidden, image_loss_steps=gc.image_loss_steps)
 

@@ -36,3 +36,25 @@ def autoregressive_rollout(model, context: torch.Tensor, actions: torch.Tensor, 
         preds.append(nxt)
         hist = torch.cat([hist, nxt[:, None]], 1)
     return torch.stack(preds, 1)
+
+
+class GrowingHistory:
+    """``model(*sequences)[:, -1]`` for sequences ``[B, T, ...]`` that grow by one step per call, through the model's
+    incremental ``step(*new_steps, state) -> (outputs, state)`` (a key/value cache, a GRU state): the first call feeds
+    the whole sequences, each later call only their new last step. Same outputs and gradients as recomputing the whole
+    history, as :meth:`sold.dreamer.ImaginationLearner.imagine` would (tested for the dynamics and the slot
+    aggregator)."""
+
+    def __init__(self, model):
+        self.model, self.state, self.t = model, None, 0
+
+    def __call__(self, *sequences: torch.Tensor) -> torch.Tensor:
+        t = sequences[0].shape[1]
+        if self.state is None:
+            out, self.state = self.model.step(*sequences)
+        elif t == self.t + 1:
+            out, self.state = self.model.step(*(s[:, -1:] for s in sequences), self.state)
+        else:
+            raise SoldError(f"{type(self).__name__}: the history must grow by one step per call ({self.t} → {t} steps)")
+        self.t = t
+        return out[:, -1]

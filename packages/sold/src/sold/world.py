@@ -23,6 +23,7 @@ from sold.dreamer import TwoHot
 from sold.dynamics import OCVPDynamics
 from sold.errors import SoldError, check_context
 from sold.holistic import GRUDynamics, HolisticAE
+from sold.rollout import GrowingHistory
 from sold.savi import SAVi, as_video
 
 
@@ -127,26 +128,12 @@ class _WorldModel(nn.Module):
         return ((img - x[:, context: context + horizon]) ** 2).mean(dim=(0, 2, 3, 4)).numpy()
 
 
-class CachedPredictor:
+class CachedPredictor(GrowingHistory):
     """``predict_next(history, actions)`` for a rollout that grows by one step per call, feeding only the new step
     through the dynamics' ``step`` (key/value cache for OCVP, hidden state for the GRU). The first call encodes the
     whole history; each later call must extend the previous history by exactly one step (the earlier steps and
     actions unchanged), as :meth:`sold.dreamer.ImaginationLearner.imagine` does. Same outputs and gradients as
     ``predict_next`` (tested)."""
-
-    def __init__(self, dynamics: nn.Module):
-        self.dynamics, self.cache, self.t = dynamics, None, 0
-
-    def __call__(self, history: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        t = history.shape[1]
-        if self.cache is None:
-            pred, self.cache = self.dynamics.step(history, actions)
-        elif t == self.t + 1:
-            pred, self.cache = self.dynamics.step(history[:, -1:], actions[:, -1:], self.cache)
-        else:
-            raise SoldError(f"CachedPredictor: the history must grow by one step per call ({self.t} → {t} steps)")
-        self.t = t
-        return pred[:, -1]
 
 
 class SlotWorldModel(_WorldModel):
@@ -156,12 +143,14 @@ class SlotWorldModel(_WorldModel):
 
     def __init__(self, *, savi: SAVi, action_dim: int, twohot: TwoHot, token_dim: int = 64, num_layers: int = 2,
                  heads: int = 4, ff_dim: int = 128, dropout: float = 0.1, dyn_lr: float = 1e-3,
-                 reward_lr: float = 1e-3, image_loss: bool = True, head_hidden: int = 128, image_loss_steps: int = 0):
+                 reward_lr: float = 1e-3, image_loss: bool = True, head_hidden: int = 128, image_loss_steps: int = 0,
+                 train_cache: bool = False):
         super().__init__(twohot=twohot, dyn_lr=dyn_lr, reward_lr=reward_lr, image_loss=image_loss,
                          image_loss_steps=image_loss_steps)
         self.savi = savi.requires_grad_(False).eval()
         self.dynamics = OCVPDynamics(slot_dim=savi.slot_dim, action_dim=action_dim, token_dim=token_dim,
-                                     num_layers=num_layers, heads=heads, ff_dim=ff_dim, dropout=dropout)
+                                     num_layers=num_layers, heads=heads, ff_dim=ff_dim, dropout=dropout,
+                                     cache_in_training=train_cache)
         self.reward = SlotAggregationTransformer(slot_dim=savi.slot_dim, out_dim=twohot.num_bins,
                                                  token_dim=token_dim, num_layers=num_layers, heads=heads,
                                                  ff_dim=ff_dim, head_hidden=head_hidden, zero_init_head=True)
