@@ -218,9 +218,9 @@ def reproduce_command(opts: SoldReproduceOptions) -> int:
 
             return reproduce(quick=quick, smoke=smoke, out=out, seed=seed, rl=opts.rl, task=opts.task)
 
-    # the main run replaces `out` whole; the AE learning-rate run committed inside it (ae_lr/) is carried over
+    # the main run replaces `out` whole; the sub-runs committed inside it (ae_lr/, rl/) are carried over
     run_reproduce(_Method, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed, overwrite=opts.overwrite,
-                  quiet=opts.quiet, device="cpu", keep=("ae_lr",) if opts.task == "main" else ())
+                  quiet=opts.quiet, device="cpu", keep=("ae_lr", "rl") if opts.task == "main" else ())
     return 0
 
 

@@ -112,10 +112,11 @@ class AutoencoderConfig(_Checked):
     """Pre-training sequence length (frames)."""
     lr: float = 1e-3
     """SAVi's Adam learning rate (after a linear warm-up); chosen by ``reproduce --task ae-lr`` on validation
-    reconstruction from {5e-4, 1e-3, 2e-3, 4e-3} (results/full/ae_lr)."""
-    holistic_lr: float = 1e-3
+    reconstruction from {5e-4, 1e-3, 2e-3} (results/full/ae_lr)."""
+    holistic_lr: float = 5e-4
     """The holistic autoencoder's Adam learning rate; chosen by ``reproduce --task ae-lr`` from {2.5e-4, 5e-4, 1e-3,
-    2e-3} (at 2e-3 its sigmoid decoder can die: a constant dark image)."""
+    2e-3} (the grid extended one step past its lower edge; at 2e-3 its sigmoid decoder can die: a constant dark
+    image)."""
     warmup: int = 50
     """Warm-up steps (per step, from lr / warmup)."""
     grad_clip: float = 1.0
