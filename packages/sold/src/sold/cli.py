@@ -59,7 +59,8 @@ class SoldReproduceOptions(ReproduceOptions):
     """Run SOLD and its baselines side by side and measure the paper's claims."""
 
     rl: bool = False
-    """Also run behaviour learning (SOLD vs the holistic agent, random and oracle beside them)."""
+    """Also run behaviour learning (SOLD vs the holistic agent; SB3 SAC on the true state, a random policy and a
+    scripted oracle beside them)."""
     task: Literal["main", "ae-lr"] = "main"
     """main: the claims (results/full); ae-lr: tune both autoencoders' pre-training learning rates alike
     (results/full/ae_lr), the run that justifies the defaults ae.lr and ae.holistic_lr."""

@@ -111,7 +111,7 @@ def _build_ae(cfg: Config, kind: str, state: dict[str, np.ndarray] | None = None
     return ae
 
 
-def ae_job(cfg: Config, seed: int, kind: str, lr: float, *, keep: bool = True, first: bool = False) -> dict[str, Any]:
+def ae_job(cfg: Config, seed: int, kind: str, lr: float, *, keep: bool = True) -> dict[str, Any]:
     """Stage A for one seed and one autoencoder (``kind`` 'slots' = SAVi, 'holistic' = the CNN-AE) at ``lr``.
 
     Returns the reconstruction MSE (and SAVi's foreground ARI) on the validation and test episodes (frames
@@ -160,7 +160,7 @@ def ae_job(cfg: Config, seed: int, kind: str, lr: float, *, keep: bool = True, f
         with torch.no_grad():
             out["latents"] = {k: torch.cat([ae.encode(v[i: i + 16]) for i in range(0, len(v), 16)]).numpy()
                               for k, v in vid.items()}
-    if first and kind == "slots":
+    if kind == "slots":  # every seed's first test episode: the figures show the best and the worst decomposition
         c, h = cfg.eval_context, cfg.eval_horizon
         with torch.no_grad():
             img, masks = ae.decode(ae.encode(vid["test"][:1, : c + h]))
@@ -337,8 +337,8 @@ def _results(cfg: Config, seeds: list[int]) -> list[dict[str, Any]]:
     grids = {"slots": cfg.lr_grid, "holistic": cfg.holistic_lr_grid}
     pool = _pool(cfg.workers if len(seeds) * 2 > 1 else 1)
     try:
-        ae_futs = {pool.submit(ae_job, cfg, s, kind, lr_ae[kind], keep=True, first=i == 0): (s, kind)
-                   for kind in ("slots", "holistic") for i, s in enumerate(seeds)}
+        ae_futs = {pool.submit(ae_job, cfg, s, kind, lr_ae[kind], keep=True): (s, kind)
+                   for kind in ("slots", "holistic") for s in seeds}
         later: dict[Future, tuple] = {}
         if rl:
             for s in seeds:
@@ -406,10 +406,17 @@ def decomposition(cfg: Config, seeds: list[int], out: Path) -> Section:
                "SAVi s", "holistic AE s"],
               [[r["seed"], r["ari"], r["ari_untrained"], r["recon_mse"]["slots"], r["recon_mse"]["holistic"],
                 r["savi_seconds"], r["holistic_ae_seconds"]] for r in res])
-    ex = res[0].get("example")
-    if ex is not None:
-        _plot_decomposition(ex, out / "decomposition.png")
+    with_ex = [r for r in res if r.get("example") is not None]
+    if with_ex:
+        best = max(with_ex, key=lambda r: r["ari"])
+        worst = min(with_ex, key=lambda r: r["ari"])
+        _plot_decomposition(best["example"], out / "decomposition.png",
+                            title=f"highest FG-ARI: seed {best['seed']} ({best['ari']:.2f})")
         sec.figures.append("decomposition.png")
+        if worst is not best:
+            _plot_decomposition(worst["example"], out / "decomposition_lowest.png",
+                                title=f"lowest FG-ARI: seed {worst['seed']} ({worst['ari']:.2f})")
+            sec.figures.append("decomposition_lowest.png")
     return sec
 
 
@@ -650,7 +657,7 @@ TASKS = {"main": None, "ae-lr": [autoencoder_lr]}
 
 
 # ---------------------------------------------------------------------------------------------- figures
-def _plot_decomposition(ex: dict[str, Any], path: Path) -> None:
+def _plot_decomposition(ex: dict[str, Any], path: Path, *, title: str = "") -> None:
     from icml25.plots import _plt, save_figure
 
     plt = _plt()
@@ -670,6 +677,8 @@ def _plot_decomposition(ex: dict[str, Any], path: Path) -> None:
     axes[0, 1].set_title("recon", fontsize=7)
     for j in range(k):
         axes[0, 2 + j].set_title(f"slot {j}", fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=8)
     save_figure(fig, path, dpi=80)
 
 
