@@ -456,6 +456,19 @@ def test_autoencoder_lr_grids_are_validated_and_of_equal_size():
     Config(ae_lr_grid=(1e-3, 2e-3), holistic_ae_lr_grid=(2.5e-4, 5e-4))      # equal size, own values: fine
 
 
+def test_rl_long_task_is_the_main_run_plus_behaviour_on_its_own_budget():
+    from sold.config import BUDGETS, RL_LONG_BUDGETS
+    from sold.reproduce import EXPERIMENTS, TASKS, behaviour
+
+    assert TASKS["rl-long"] == EXPERIMENTS + [behaviour] and behaviour not in EXPERIMENTS
+    full = RL_LONG_BUDGETS.pick(quick=False, smoke=False)
+    assert full.seeds == 3 and full.rl_steps == 20_000
+    # everything but the seeds and the RL budget is the main run's, so its world-model numbers are comparable
+    assert (full.ae, full.agent, full.env, full.wm_steps) == (BUDGETS.full.ae, BUDGETS.full.agent, BUDGETS.full.env,
+                                                             BUDGETS.full.wm_steps)
+    assert BUDGETS.full.rl_steps < full.rl_steps
+
+
 def test_reproduce_rejects_an_unknown_task(tmp_path):
     from sold.reproduce import reproduce
 

@@ -318,3 +318,8 @@ BUDGETS = Budgets(
                   ae=replace(AutoencoderConfig(), pretrain_steps=60), rl_steps=600, rl_eval_episodes=5),
     full=replace(cpu(), seeds=5),
 )
+
+RL_LONG_BUDGETS = Budgets(smoke=BUDGETS.smoke, quick=BUDGETS.quick,
+                          full=replace(cpu(), seeds=3, rl_steps=20_000))
+"""``reproduce --task rl-long``: the main run plus behaviour learning for 20 000 environment steps per agent on 3 seeds
+(the issue's seed count; about 35 minutes on 2 cores), where the state-based SAC reference has time to learn."""

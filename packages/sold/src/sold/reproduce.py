@@ -32,7 +32,7 @@ from icml25.claims import Claim, Report, mean_sd
 from icml25.experiment import Section, run_experiments
 from icml25.parallel import ForkPool
 
-from sold.config import BUDGETS, Config
+from sold.config import BUDGETS, RL_LONG_BUDGETS, Config
 
 PAPER_WM = ("SOLD paper (ICML 2025), Sec. 4 / project page: object-centric slot dynamics give accurate open-loop "
             "predictions that keep objects separate (shown qualitatively; no table values in our notes)")
@@ -653,7 +653,7 @@ def autoencoder_lr(cfg: Config, seeds: list[int], out: Path) -> Section:
     return sec
 
 
-TASKS = {"main": None, "ae-lr": [autoencoder_lr]}
+TASKS = {"main": None, "ae-lr": [autoencoder_lr], "rl-long": EXPERIMENTS + [behaviour]}
 
 
 # ---------------------------------------------------------------------------------------------- figures
@@ -703,15 +703,17 @@ def _plot_rollout(frames: np.ndarray, slots_pred: np.ndarray, hol_pred: np.ndarr
 
 def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int, rl: bool = False, task: str = "main") -> Report:
     """The experiment list on the picked budget; ``rl=True`` adds behaviour learning (:func:`behaviour`);
-    ``task="ae-lr"`` runs the autoencoder learning-rate tuning (:func:`autoencoder_lr`) instead."""
+    ``task="ae-lr"`` runs the autoencoder learning-rate tuning (:func:`autoencoder_lr`) instead; ``task="rl-long"``
+    the main run with behaviour learning on :data:`sold.config.RL_LONG_BUDGETS` (20 000 env steps, 3 seeds)."""
     from sold.errors import SoldError
 
     if task not in TASKS:
         raise SoldError(f"task must be one of {sorted(TASKS)}, got {task!r}")
     exps = TASKS[task] or (EXPERIMENTS + ([behaviour] if rl else []))
-    _WANT_RL[0] = rl
+    _WANT_RL[0] = rl or task == "rl-long"
+    budgets = RL_LONG_BUDGETS if task == "rl-long" else BUDGETS
     try:
-        return run_experiments("sold", exps, BUDGETS, quick=quick, smoke=smoke, out=out, seed=seed)
+        return run_experiments("sold", exps, budgets, quick=quick, smoke=smoke, out=out, seed=seed)
     finally:
         _CACHE.clear()
         _SELECTED.clear()
