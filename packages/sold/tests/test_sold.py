@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from sold.aggregator import SlotAggregationTransformer, alibi_causal_bias
+from sold.aggregator import PerStepMLP, SlotAggregationTransformer, alibi_causal_bias
 from sold.data import adjusted_rand_index, collect_episodes, foreground_ari
 from sold.dreamer import (
     GaussianActorHead,
@@ -168,6 +168,10 @@ def test_aggregator_cache_equals_forward_on_the_whole_history():
     assert (alone - full[:, 5:]).abs().max() > 1e-4
     with pytest.raises(SoldError, match="slots per step"):
         g.step(torch.randn(2, 1, 4, 8), cache)
+    mlp, z = PerStepMLP(in_dim=6, out_dim=3, hidden=8), torch.randn(2, 5, 6)     # the holistic head: per step
+    y, c = mlp.step(z[:, 4:], {"t": 4})
+    torch.testing.assert_close(y, mlp(z)[:, 4:])
+    assert c["t"] == 5
 
 
 def test_cached_actor_in_imagination_equals_recomputing_the_history():
@@ -555,8 +559,7 @@ def test_ocvp_cache_refuses_active_dropout_and_default_follows_the_mode():
 
 def test_ocvp_cache_in_training_applies_the_layers_dropout_once_per_token():
     """cache_in_training: the cached rollout runs in train mode with dropout active (stochastic, seeded, with
-    gradients); at dropout 0 in train mode it equals the uncached rollout, so the cached path's dropout calls sit where
-    the layers' own forward has them and change nothing else."""
+    gradients), the time blocks' own dropout included; at dropout 0 in train mode it equals the uncached rollout."""
     m = _ocvp(dropout=0.3)
     m.cache_in_training = True
     m.train()
@@ -571,6 +574,20 @@ def test_ocvp_cache_in_training_applies_the_layers_dropout_once_per_token():
     assert (a - c).abs().max() > 1e-4                                        # dropout is active in the cached path
     ev = m.eval().rollout(ctx, acts, 4)
     assert (a - ev).abs().max() > 1e-4
+    m.train()
+
+    def set_p(modules, p):
+        for blk in modules:
+            blk.dropout.p = blk.dropout1.p = blk.dropout2.p = p
+            blk.self_attn.dropout = p
+
+    # only the time blocks keep their dropout: the cached path must still be stochastic (it runs them by hand) ...
+    m.drop.p = 0.0
+    set_p(m.object_blocks, 0.0)
+    assert (m.rollout(ctx, acts, 4) - m.rollout(ctx, acts, 4)).abs().max() > 1e-4
+    # ... and with the time blocks' dropout off as well it is deterministic (negative control)
+    set_p(m.time_blocks, 0.0)
+    torch.testing.assert_close(m.rollout(ctx, acts, 4), m.rollout(ctx, acts, 4))
     g = _ocvp(dropout=0.0).train()
     g.cache_in_training = True
     torch.testing.assert_close(g.rollout(ctx, acts, 4, cache=True), g.rollout(ctx, acts, 4, cache=False),

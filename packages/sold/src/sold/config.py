@@ -67,9 +67,9 @@ class AutoencoderConfig(_Checked):
     """SAVi (slots) and the holistic autoencoder, and their unsupervised pre-training."""
 
     num_slots: int = 7
-    """K: slots per frame (the paper's 7; the scenes have 5 entities: background, 3 discs, gripper). With K = 5 the
-    slots of 4 of 5 seeds settled on a coarse spatial split of the frame (FG-ARI 0.35–0.43 after 1200 steps); with
-    7 three of five seeds found object slots in side checks (0.85–0.90; README "Side checks")."""
+    """K: slots per frame (the paper's 7; the scenes have 5 entities: background, 3 discs, gripper). In side checks
+    one of five seeds found object slots with K = 5 and two with K = 7 (FG-ARI 0.85–0.90, the others 0.32–0.48), a
+    difference inside the seed noise (README "Side checks")."""
     slot_dim: int = 32
     """D: slot width."""
     feat_dim: int = 32
@@ -151,7 +151,7 @@ class AgentConfig(_Checked):
     train_cache: bool = True
     """Train the dynamics' open-loop rollout with the key/value cache: each token is computed once, with one dropout
     mask (as the holistic GRU carries its state). False: the released recomputation of the whole history at every
-    predicted step, with fresh dropout masks each time (same model, ~2× the world-model step's time)."""
+    predicted step, with fresh dropout masks each time (same model, ~1.6× the world-model step's time)."""
     min_context: int = 3
     """Fewest context steps (a range [min, max] is sampled per update)."""
     max_context: int = 3
