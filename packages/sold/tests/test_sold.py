@@ -505,6 +505,35 @@ def test_update_time_profile_parts_add_up_to_the_update():
     assert 0.9 * wall <= sum(parts.values()) <= wall                    # no part missing, none counted twice
 
 
+def test_update_counts_scale_with_the_transformer_width_not_the_operator_count():
+    """count_update: halving the transformers' width cuts their matrix arithmetic about 4× (d² weights) and leaves
+    the operator count and the autoencoder's convolutions unchanged (the same graph)."""
+    from sold.agent import SOLD
+    from sold.config import AgentConfig, AutoencoderConfig
+    from sold.reproduce import count_update
+
+    env = ColorReach2D(num_objects=3, task="distinct", reward="dense", max_steps=12)
+    ep = collect_episodes(env, 2, seed=0)
+    counts = []
+    for width in (32, 16):
+        torch.manual_seed(0)
+        agent = SOLD(env, config=AgentConfig(num_bins=31, batch=2, dyn_horizon=4, imag_horizon=3, token_dim=width,
+                                             heads=2, ff_dim=2 * width, head_hidden=2 * width),
+                     ae_config=AutoencoderConfig(), autoencoder=tiny_savi(image_size=32, num_slots=3, slot_dim=8),
+                     representation="slots", seed=0)
+        for e in range(2):
+            agent.buffer.start(ep.frames[e, 0], 2)
+            for t in range(1, ep.frames.shape[1]):
+                agent.buffer.add(ep.frames[e, t], ep.actions[e, t], ep.rewards[e, t])
+        agent._update()
+        counts.append(count_update(agent))
+    wide, narrow = counts
+    assert wide["ops"] == narrow["ops"] > 1000
+    assert wide["conv_gflop"] == pytest.approx(narrow["conv_gflop"]) and wide["conv_gflop"] > 0
+    ratio = (wide["gflop"] - wide["conv_gflop"]) / (narrow["gflop"] - narrow["conv_gflop"])
+    assert 2.5 < ratio < 4.5                                           # mostly d² products; attention is d·T²
+
+
 def test_stage_a_job_hands_its_trained_autoencoder_to_stage_b():
     """The weights and latents an ``ae_job`` returns rebuild the same encoder in another job (numpy round trip)."""
     from dataclasses import replace
@@ -547,6 +576,60 @@ def test_ocvp_cached_rollout_equals_the_uncached_one_in_value_and_gradient():
     nxt, _ = m.step(ctx[:, 2:3].detach(), acts[:, 2:3].detach(), kv)
     bad = {"t": kv["t"], "kv": [(k + 1.0, v) for k, v in kv["kv"]]}
     assert (m.step(ctx[:, 2:3].detach(), acts[:, 2:3].detach(), bad)[0] - nxt).abs().max() > 1e-3
+
+
+def test_critic_step_from_the_shared_pass_equals_a_second_pass_on_detached_states():
+    """update() reads values and the critic loss from one critic pass, taking gradients to the critic's parameters
+    only: the critic moves exactly as with a second pass on detached states, and the dynamics and reward head
+    receive no gradients."""
+    import copy
+
+    dyn = OCVPDynamics(slot_dim=8, action_dim=2, token_dim=16, num_layers=1, heads=2, ff_dim=16, dropout=0.0)
+    th = TwoHot(11)
+    torch.manual_seed(0)
+
+    def agg(out):
+        return SlotAggregationTransformer(slot_dim=8, out_dim=out, token_dim=16, num_layers=1, heads=2, ff_dim=16,
+                                          head_hidden=16)
+
+    reward = agg(11)
+    nn_init = torch.nn.init
+    for p in reward.head[-1].parameters():                     # non-zero rewards, so the returns carry signal
+        nn_init.normal_(p, std=0.5)
+    lr = ImaginationLearner(actor=agg(4), critic=agg(11), action_dim=2, twohot=th, horizon=4, critic_lr=1e-2)
+    for p in lr.critic.head[-1].parameters():
+        nn_init.normal_(p, std=0.5)
+    lr.target_critic.load_state_dict(lr.critic.state_dict())
+    ref = copy.deepcopy(lr)
+    ctx, ctx_a = torch.randn(3, 2, 3, 8), torch.rand(3, 1, 2)
+
+    def world(x, a):
+        return dyn(x, a)[:, -1]
+
+    before = [p.detach().clone() for p in lr.critic.parameters()]
+    torch.manual_seed(1)
+    lr.update(world, reward, ctx, ctx_a)
+    # reference: the same imagined states, the critic loss from a second pass on detached states, .backward()
+    torch.manual_seed(1)
+    states, _, _ = ref.imagine(world, ctx, ctx_a)
+    c, h = 2, 4
+    rewards = th.mean(reward(states)[:, c:])
+    returns = lambda_returns(rewards, th.mean(ref.critic(states)[:, c:]), gamma=ref.gamma, lam=ref.lam)
+    with torch.no_grad():
+        v_targ = th.mean(ref.target_critic(states)[:, c - 1: c - 1 + h])
+    disc = ref.gamma ** torch.arange(h, dtype=returns.dtype)
+    logits = ref.critic(states.detach())[:, c - 1: c - 1 + h]
+    loss = (disc * -th.log_prob(logits, returns.detach())).mean() + 0.1 * (disc * -th.log_prob(logits, v_targ)).mean()
+    ref.critic_opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(ref.critic.parameters(), ref.grad_clip)
+    ref.critic_opt.step()
+    moved = False
+    for p0, p, q in zip(before, lr.critic.parameters(), ref.critic.parameters()):
+        torch.testing.assert_close(p, q, atol=1e-7, rtol=1e-6)
+        moved = moved or not torch.equal(p0, p)
+    assert moved                                                # negative control: the step did move the critic
+    assert all(p.grad is None for p in [*dyn.parameters(), *reward.parameters()])
 
 
 def test_ocvp_cache_refuses_active_dropout_and_default_follows_the_mode():

@@ -163,6 +163,18 @@ class ImaginationLearner(nn.Module):
         self.actor_opt = torch.optim.Adam(actor.parameters(), lr=actor_lr, eps=1e-5)
         self.critic_opt = torch.optim.Adam(critic.parameters(), lr=critic_lr, eps=1e-5)
 
+    def _step(self, module: nn.Module, opt: torch.optim.Optimizer, loss: torch.Tensor, *,
+              retain_graph: bool = False) -> None:
+        """One clipped optimiser step of ``module`` on ``loss``, with gradients to its parameters only (the loss's
+        graph also runs through the dynamics and the other heads, which must not receive them)."""
+        params = [p for p in module.parameters() if p.requires_grad]
+        grads = torch.autograd.grad(loss, params, allow_unused=True, retain_graph=retain_graph)
+        opt.zero_grad(set_to_none=True)
+        for p, g in zip(params, grads):
+            p.grad = g
+        nn.utils.clip_grad_norm_(params, self.grad_clip)
+        opt.step()
+
     def act(self, history: torch.Tensor, *, deterministic: bool = False) -> torch.Tensor:
         """Action ``[B, A]`` for the last step of ``history [B, T, ...]`` (the mode when ``deterministic``)."""
         d = self.dist(self.actor(history)[:, -1])
@@ -192,7 +204,8 @@ class ImaginationLearner(nn.Module):
         c, h = context.shape[1], self.horizon
         states, _, ent = self.imagine(world, context, context_actions)            # [B, c + H, ...]
         rewards = self.twohot.mean(reward_head(states)[:, c:])                     # r̂(z_1 … z_H)   [B, H]
-        values = self.twohot.mean(self.critic(states)[:, c:])                      # V(z_1 … z_H)   [B, H]
+        critic_logits = self.critic(states)                                        # one pass serves both losses
+        values = self.twohot.mean(critic_logits[:, c:])                            # V(z_1 … z_H)   [B, H]
         returns = lambda_returns(rewards, values, gamma=self.gamma, lam=self.lam)  # R(z_0 … z_{H−1})
         with torch.no_grad():
             v_targ = self.twohot.mean(self.target_critic(states.detach())[:, c - 1: c - 1 + h])  # [B, H]
@@ -204,21 +217,13 @@ class ImaginationLearner(nn.Module):
         else:  # released: the (B, H, 1) × (1, H) broadcast gives mean(γ^k) · mean(H)
             ent_term = disc.mean() * ent.mean()
         actor_loss = -(disc[: h - 1] * adv).mean() - self.entropy_coef * ent_term
-        params = [p for p in self.actor.parameters() if p.requires_grad]
-        grads = torch.autograd.grad(actor_loss, params, allow_unused=True)
-        self.actor_opt.zero_grad(set_to_none=True)
-        for p, g in zip(params, grads):
-            p.grad = g
-        nn.utils.clip_grad_norm_(params, self.grad_clip)
-        self.actor_opt.step()
-        # critic on the detached imagined states z_0 … z_{H−1}
-        logits = self.critic(states.detach())[:, c - 1: c - 1 + h]
+        self._step(self.actor, self.actor_opt, actor_loss, retain_graph=True)
+        # critic on the imagined states z_0 … z_{H−1}, gradients to the critic's parameters only (as on detached
+        # states: the same pass as the values above, so no second critic forward)
+        logits = critic_logits[:, c - 1: c - 1 + h]
         critic_loss = (disc * -self.twohot.log_prob(logits, returns.detach())).mean() + \
             0.1 * (disc * -self.twohot.log_prob(logits, v_targ)).mean()
-        self.critic_opt.zero_grad(set_to_none=True)
-        critic_loss.backward()
-        nn.utils.clip_grad_norm_(self.critic.parameters(), self.grad_clip)
-        self.critic_opt.step()
+        self._step(self.critic, self.critic_opt, critic_loss)
         with torch.no_grad():
             for pt, p in zip(self.target_critic.parameters(), self.critic.parameters()):
                 pt.mul_(self.target_decay).add_((1 - self.target_decay) * p)
