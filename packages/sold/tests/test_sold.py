@@ -1,6 +1,7 @@
 """Tests of SOLD's mathematics: each asserts something that fails if the method were wrong (with a negative control)."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -471,6 +472,18 @@ def test_rl_long_task_is_the_main_run_plus_behaviour_on_its_own_budget():
     assert (full.ae, full.agent, full.env, full.wm_steps) == (BUDGETS.full.ae, BUDGETS.full.agent, BUDGETS.full.env,
                                                              BUDGETS.full.wm_steps)
     assert BUDGETS.full.rl_steps < full.rl_steps
+
+
+def test_savi_long_task_is_the_main_run_with_longer_pretraining_only():
+    from sold.config import BUDGETS, SAVI_LONG_BUDGETS
+    from sold.reproduce import EXPERIMENTS, TASK_BUDGETS, TASKS
+
+    assert TASKS["savi-long"] == EXPERIMENTS and TASK_BUDGETS["savi-long"] is SAVI_LONG_BUDGETS
+    full, main = SAVI_LONG_BUDGETS.pick(quick=False, smoke=False), BUDGETS.full
+    assert full.ae.pretrain_steps == 8000 > main.ae.pretrain_steps
+    # both autoencoders get the longer budget (one field), and everything else is the main run's
+    assert replace(full.ae, pretrain_steps=main.ae.pretrain_steps) == main.ae
+    assert (full.agent, full.env, full.wm_steps, full.seeds) == (main.agent, main.env, main.wm_steps, main.seeds)
 
 
 def test_reproduce_rejects_an_unknown_task(tmp_path):

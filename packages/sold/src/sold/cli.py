@@ -61,12 +61,13 @@ class SoldReproduceOptions(ReproduceOptions):
     rl: bool = False
     """Also run behaviour learning (SOLD vs the holistic agent; SB3 SAC on the true state, a random policy and a
     scripted oracle beside them)."""
-    task: Literal["main", "ae-lr", "rl-long", "speed-width"] = "main"
+    task: Literal["main", "ae-lr", "rl-long", "speed-width", "savi-long"] = "main"
     """main: the claims (results/full); ae-lr: tune both autoencoders' pre-training learning rates alike
     (results/full/ae_lr), the run that justifies the defaults ae.lr and ae.holistic_lr; rl-long: the claims plus
     behaviour learning for 20 000 env steps per agent on 3 seeds (results/full/rl_long, about 35 minutes);
     speed-width: SOLD's update cost vs the holistic agent's as SOLD's transformers shrink (results/full/speed_width,
-    about 2 minutes)."""
+    about 2 minutes); savi-long: the claims with both autoencoders pre-trained for 8000 steps instead of 1200
+    (results/full/savi_long, about 23 minutes)."""
 
 
 def _check_representation(rep: str) -> None:
@@ -224,7 +225,7 @@ def reproduce_command(opts: SoldReproduceOptions) -> int:
 
     # the main run replaces `out` whole; the sub-runs committed inside it (ae_lr/, rl/, rl_long/) are carried over
     run_reproduce(_Method, quick=opts.quick, smoke=opts.smoke, out=out, seed=opts.seed, overwrite=opts.overwrite,
-                  quiet=opts.quiet, device="cpu", keep=("ae_lr", "rl", "rl_long", "speed_width") if opts.task == "main" else ())
+                  quiet=opts.quiet, device="cpu", keep=("ae_lr", "rl", "rl_long", "speed_width", "savi_long") if opts.task == "main" else ())
     return 0
 
 

@@ -32,7 +32,7 @@ from icml25.claims import Claim, Report, mean_sd
 from icml25.experiment import Section, run_experiments
 from icml25.parallel import ForkPool
 
-from sold.config import BUDGETS, RL_LONG_BUDGETS, Config
+from sold.config import BUDGETS, RL_LONG_BUDGETS, SAVI_LONG_BUDGETS, Config
 
 PAPER_WM = ("SOLD paper (ICML 2025), Sec. 4 / project page: object-centric slot dynamics give accurate open-loop "
             "predictions that keep objects separate (shown qualitatively; no table values in our notes)")
@@ -748,7 +748,9 @@ def autoencoder_lr(cfg: Config, seeds: list[int], out: Path) -> Section:
 
 
 TASKS = {"main": None, "ae-lr": [autoencoder_lr], "rl-long": EXPERIMENTS + [behaviour],
-         "speed-width": [speed_width]}
+         "speed-width": [speed_width], "savi-long": EXPERIMENTS}
+TASK_BUDGETS = {"rl-long": RL_LONG_BUDGETS, "savi-long": SAVI_LONG_BUDGETS}
+"""Tasks that run on their own budgets (the others use :data:`sold.config.BUDGETS`)."""
 
 
 # ---------------------------------------------------------------------------------------------- figures
@@ -799,14 +801,16 @@ def _plot_rollout(frames: np.ndarray, slots_pred: np.ndarray, hol_pred: np.ndarr
 def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int, rl: bool = False, task: str = "main") -> Report:
     """The experiment list on the picked budget; ``rl=True`` adds behaviour learning (:func:`behaviour`);
     ``task="ae-lr"`` runs the autoencoder learning-rate tuning (:func:`autoencoder_lr`) instead; ``task="rl-long"``
-    the main run with behaviour learning on :data:`sold.config.RL_LONG_BUDGETS` (20 000 env steps, 3 seeds)."""
+    the main run with behaviour learning on :data:`sold.config.RL_LONG_BUDGETS` (20 000 env steps, 3 seeds);
+    ``task="savi-long"`` the main run with 8000 pre-training steps (:data:`sold.config.SAVI_LONG_BUDGETS`);
+    ``task="speed-width"`` the update cost as SOLD's transformers shrink (:func:`speed_width`)."""
     from sold.errors import SoldError
 
     if task not in TASKS:
         raise SoldError(f"task must be one of {sorted(TASKS)}, got {task!r}")
     exps = TASKS[task] or (EXPERIMENTS + ([behaviour] if rl else []))
     _WANT_RL[0] = rl or task == "rl-long"
-    budgets = RL_LONG_BUDGETS if task == "rl-long" else BUDGETS
+    budgets = TASK_BUDGETS.get(task, BUDGETS)
     try:
         return run_experiments("sold", exps, budgets, quick=quick, smoke=smoke, out=out, seed=seed)
     finally:
