@@ -67,7 +67,7 @@ class SoldReproduceOptions(ReproduceOptions):
     behaviour learning for 20 000 env steps per agent on 3 seeds (results/full/rl_long, about 35 minutes);
     speed-width: SOLD's update cost vs the holistic agent's as SOLD's transformers shrink (results/full/speed_width,
     about 2 minutes); savi-long: the claims with both autoencoders pre-trained for 8000 steps instead of 1200
-    (results/full/savi_long, about 23 minutes)."""
+    (results/full/savi_long, about 22 minutes)."""
 
 
 def _check_representation(rep: str) -> None:

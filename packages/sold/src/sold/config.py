@@ -330,6 +330,6 @@ SAVI_LONG_STEPS = 8000
 SAVI_LONG_BUDGETS = Budgets(smoke=BUDGETS.smoke, quick=BUDGETS.quick,
                             full=replace(cpu(), ae=replace(AutoencoderConfig(), pretrain_steps=SAVI_LONG_STEPS)))
 """``reproduce --task savi-long``: the main run with both autoencoders pre-trained for 8000 steps instead of 1200 (5
-seeds, about 23 minutes on 2 cores). In a side check the two seeds whose SAVi stays on a spatial split at 1200 steps
+seeds, about 22 minutes on 2 cores). In a side check the two seeds whose SAVi stays on a spatial split at 1200 steps
 climbed from FG-ARI 0.37 and 0.32 to 0.61 and 0.64 by step 8000; this run measures the gate and the world-model
 claims with those longer-trained autoencoders."""
