@@ -37,6 +37,28 @@ def test_bad_input_is_a_clear_error(tmp_path):
     assert r.returncode == 2 and "num_candidates" in r.stderr
 
 
+def test_hopper_without_mujoco_is_one_line_naming_the_extra(tmp_path, monkeypatch):
+    """`reproduce --task hopper` (and a MuJoCo env id) without the wheel: exit 2, one line, the extra named."""
+    import importlib.util
+
+    import gymnasium as gym
+    from habi.envs import make_env
+    from habi.errors import HabiConfigError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mujoco" else real(name, *a))
+    r = run_cli(main, ["reproduce", "--task", "hopper", "--out", str(tmp_path / "r")])
+    assert r.returncode == 2 and 'habi[mujoco]' in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r" / "results.json").exists()
+
+    def no_mujoco(*a, **k):
+        raise gym.error.DependencyNotInstalled("MuJoCo is not installed, run `pip install \"gymnasium[mujoco]\"`")
+
+    monkeypatch.setattr(gym, "make", no_mujoco)
+    with pytest.raises(HabiConfigError, match=r"habi\[mujoco\]"):
+        make_env("Hopper-v5")
+
+
 @pytest.mark.slow
 def test_cli_end_to_end_on_a_local_file(tmp_path):
     import numpy as np

@@ -41,7 +41,7 @@ def test_pendulum_medium_and_medium_replay(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_hopper_v5_through_the_mujoco_wheel(tmp_path, monkeypatch):
-    pytest.importorskip("mujoco")
+    pytest.importorskip("mujoco", reason="needs the habi[mujoco] extra: uv sync --all-packages --extra mujoco")
     from habi.envs import env_dims, make_env
 
     assert env_dims("Hopper-v5") == (11, 3)
@@ -99,7 +99,7 @@ def test_episode_return_mean_of_a_data_set():
 
 @pytest.mark.slow
 def test_hopper_stops_at_the_medium_target_with_d4rl_references(tmp_path, monkeypatch):
-    pytest.importorskip("mujoco")
+    pytest.importorskip("mujoco", reason="needs the habi[mujoco] extra: uv sync --all-packages --extra mujoco")
     monkeypatch.setenv("HABI_CACHE", str(tmp_path))
     # a target every checkpoint reaches: SAC stops at the first one, which is 'medium'
     cfg = DataGenConfig(env_id="Hopper-v5", sac_steps=400, checkpoint_every=100, n_transitions=200,

@@ -2,7 +2,7 @@
 
 ``make_env(env_id)`` wraps a gymnasium environment with ``RescaleAction(-1, 1)`` so every policy and data set works
 in D4RL's action convention. ``Hopper-v5``/``HalfCheetah-v5`` need the ``mujoco`` wheel
-(``pip install "gymnasium[mujoco]"``); a clear error says so when it is missing.
+(the ``habi[mujoco]`` extra); a clear one-line error names the extra when it is missing.
 
 ``evaluate_policy(act_batch, env_id, episodes, seed)`` runs ``episodes`` environments in lock-step with one batched
 policy call per step and returns the exact per-episode returns (reset seeds ``seed, seed+1, ...``, so every method
@@ -18,6 +18,16 @@ import numpy as np
 from habi.errors import HabiConfigError
 
 KNOWN_ENVS = ("Pendulum-v1", "Hopper-v5", "HalfCheetah-v5", "Walker2d-v5")
+MUJOCO_INSTALL = ('install the extra: `pip install "habi[mujoco]"` (in this repository: '
+                  '`uv sync --all-packages --extra mujoco`)')
+
+
+def require_mujoco(what: str) -> None:
+    """Fail fast with one line naming the ``habi[mujoco]`` extra when the ``mujoco`` wheel is missing."""
+    import importlib.util
+
+    if importlib.util.find_spec("mujoco") is None:
+        raise HabiConfigError(f"{what} needs MuJoCo, which is not installed; {MUJOCO_INSTALL}")
 
 
 def make_env(env_id: str):
@@ -28,8 +38,9 @@ def make_env(env_id: str):
     try:
         env = gym.make(env_id)
     except gym.error.DependencyNotInstalled as exc:
-        raise HabiConfigError(f"env_id {env_id!r} needs an extra package: {exc}. For MuJoCo tasks run "
-                         "`pip install \"gymnasium[mujoco]\"`") from exc
+        if "mujoco" in str(exc).lower():
+            raise HabiConfigError(f"env_id {env_id!r} needs MuJoCo, which is not installed; {MUJOCO_INSTALL}") from exc
+        raise HabiConfigError(f"env_id {env_id!r} needs an extra package: {exc}") from exc
     except gym.error.Error as exc:
         raise HabiConfigError(f"env_id {env_id!r} is not a gymnasium environment ({exc}); e.g. {KNOWN_ENVS}") from exc
     if not isinstance(env.action_space, gym.spaces.Box):

@@ -40,7 +40,7 @@ from habi.benchmark import batched_throughput, decision_frequency, speedup
 from habi.config import BUDGETS, FULL, HOPPER_BUDGETS, KL_LONG_BUDGETS, QUICK, REPLAY_BUDGETS, SMOKE, Config
 from habi.data import GaussianNormalizer, load_offline, normalized_score, qlearning_dataset
 from habi.datagen import make_offline_data
-from habi.envs import env_dims, evaluate_policy
+from habi.envs import env_dims, evaluate_policy, require_mujoco
 from habi.errors import HabiConfigError
 from habi.habitize import HabitizeConfig, habitize, log10_gap
 from habi.model import HabiConfig, Synergy
@@ -97,6 +97,8 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int, task: str = "ma
              "hopper": ([returns], HOPPER_BUDGETS), "replay": ([returns], REPLAY_BUDGETS)}
     if task not in tasks:
         raise HabiConfigError(f"task must be one of {tuple(tasks)}, got {task!r}")
+    if task == "hopper":
+        require_mujoco("reproduce --task hopper (Hopper-v5)")
     exps, budgets = tasks[task]
     return run_experiments("habi", exps, budgets, quick=quick, smoke=smoke, out=Path(out), seed=seed,
                            title="Habitizing Diffusion Planning for Efficient and Effective Decision Making (Habi)",
