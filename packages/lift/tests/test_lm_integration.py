@@ -50,6 +50,64 @@ def test_trainer_with_gradient_accumulation_updates_masks_on_schedule(tok, tmp_p
     assert torch.equal(model.get_input_embeddings().weight, emb0)
 
 
+def _replay(tok, batches, kw, *, keep_buffers=False):
+    """The plain loop on the batches a Trainer saw: backward, step, ``opt.zero_grad()`` per optimizer step.
+    ``keep_buffers`` emulates the old bug: the sparse gradient buffers were cleared only by ``opt.zero_grad`` or a
+    mask refresh, so under a Trainer (``model.zero_grad()``) each step used the sum of every gradient since then."""
+    model = _tiny(tok)
+    opt = SparseAdamW(model, **kw)
+    carried: dict = {}
+    for batch in batches:
+        model(**batch).loss.backward()
+        if keep_buffers:
+            for p in opt.param_groups[0]["params"]:
+                if p in carried:
+                    opt.sparse_grad(p).add_(carried[p])
+            carried = {p: opt.sparse_grad(p).clone() for p in opt.param_groups[0]["params"]}
+        refreshes = len(opt.mask_update_steps)
+        opt.step()
+        if len(opt.mask_update_steps) > refreshes:
+            carried = {}  # the old code dropped the buffers at a refresh (gathered with the old mask)
+        opt.zero_grad()
+    return model
+
+
+def test_trainer_with_sparse_gradients_equals_the_plain_loop_step_for_step(tok, tmp_path):
+    """transformers.Trainer clears gradients with ``model.zero_grad()``, which never reaches SparseAdamW's sparse
+    buffers: ``step()`` must consume them, or every step adds the gradients of the steps before it."""
+    from transformers import Trainer, TrainingArguments
+
+    batches = []
+
+    class Recording(Trainer):
+        def compute_loss(self, model, inputs, *args, **kwargs):
+            batches.append({k: v.detach().clone() for k, v in inputs.items()})
+            return super().compute_loss(model, inputs, *args, **kwargs)
+
+    kw = dict(lr=1e-2, filter_rank=2, budget_rank=1, update_interval=4)  # sparse_grads=True (the default)
+    model = _tiny(tok)
+    w0 = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = SparseAdamW(model, **kw)
+    enc = encode_examples(tok, make_examples("add", 48, seed=2))
+    rows = [{k: v[i] for k, v in enc.items()} for i in range(48)]
+    args = TrainingArguments(output_dir=str(tmp_path), max_steps=6, per_device_train_batch_size=8,
+                             lr_scheduler_type="constant", max_grad_norm=0.0, use_cpu=True, report_to="none",
+                             save_strategy="no", logging_strategy="no", disable_tqdm=True, dataloader_num_workers=0)
+    Recording(model=model, args=args, train_dataset=rows, optimizers=(opt, None)).train()
+    assert len(batches) == 6 and opt.mask_update_steps == [4]
+    assert opt.grad_buffer_bytes() == 0  # nothing outlives a step
+    ref = _replay(tok, batches, kw)
+    moved = 0.0
+    for (n, p), (_, q) in zip(model.named_parameters(), ref.named_parameters()):
+        torch.testing.assert_close(p, q, atol=1e-6, rtol=0.0, msg=n)
+        moved = max(moved, float((p - w0[n]).abs().max()))
+    assert moved > 1e-3  # the weights did train
+    # negative control: buffers kept across steps (the old behaviour) give different weights
+    old = _replay(tok, batches, kw, keep_buffers=True)
+    gap = max(float((p - q).abs().max()) for p, q in zip(ref.parameters(), old.parameters()))
+    assert gap > 1e-3, gap
+
+
 def test_save_and_load_round_trip(tok, tmp_path):
     model = _tiny(tok)
     opt = SparseAdamW(model, lr=1e-2, filter_rank=2, budget_rank=1, update_interval=2)

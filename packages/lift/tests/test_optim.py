@@ -320,3 +320,20 @@ def test_sparse_gradient_buffers_hold_k_floats_and_zero_grad_clears_them():
     opt.remove_hooks()  # back to dense gradients
     _loss(net, 0).backward()
     assert all(p.grad is not None for p in opt.param_groups[0]["params"]) and opt.grad_buffer_bytes() == 0
+
+
+def test_step_consumes_the_sparse_buffers_so_model_zero_grad_is_enough():
+    """A loop that clears gradients with ``model.zero_grad()`` (as transformers.Trainer does) trains exactly like one
+    that calls ``opt.zero_grad()``: the buffers do not outlive the step that used them."""
+    runs = []
+    for clear_with_model in (False, True):
+        net = _net()
+        opt = SparseAdamW(net, lr=1e-2, filter_rank=2, budget_rank=1, update_interval=3)
+        for t in range(5):
+            _loss(net, t).backward()
+            opt.step()
+            assert opt.grad_buffer_bytes() == 0
+            (net if clear_with_model else opt).zero_grad()
+        runs.append(net)
+    for (n, a), (_, b) in zip(runs[0].named_parameters(), runs[1].named_parameters()):
+        assert torch.equal(a, b), n

@@ -19,7 +19,9 @@ every masked weight gathers ``G.flatten()[idx]`` (shape ``(k,)``) into a flat pe
 micro-batches) and sets ``W.grad = None`` at once, so the dense ``(m, n)`` gradient of a matrix lives only while
 autograd hands it over (one matrix at a time) instead of from backward until ``zero_grad``. The update is bit-for-bit
 the dense path's (the same float operations on the same entries). After ``backward`` the masked weights' ``.grad`` is
-``None``; :meth:`SparseAdamW.sparse_grad` returns the buffer. The training-statistics masks (gradient, momentum,
+``None``; :meth:`SparseAdamW.sparse_grad` returns the buffer. :meth:`SparseAdamW.step` consumes the buffers (they
+never outlive a step, so a loop that clears gradients with ``model.zero_grad()``, as ``transformers.Trainer`` does,
+is correct); :meth:`SparseAdamW.zero_grad` drops them too. The training-statistics masks (gradient, momentum,
 movement) read the dense gradient and keep the dense path. Every ``update_interval``
 optimizer steps (after optimizer step ``n`` with ``n % update_interval == 0``; the official code's off-by-one
 ``(n + 1) % update_interval == 0`` via ``official_schedule=True``) each mask is recomputed from the current weights
@@ -285,7 +287,8 @@ class SparseAdamW(torch.optim.Optimizer):
         p.grad = None
 
     def sparse_grad(self, param: torch.Tensor) -> torch.Tensor | None:
-        """The gathered gradient ``G.flatten()[idx]`` (k,) of a masked weight since the last ``zero_grad``."""
+        """The gathered gradient ``G.flatten()[idx]`` (k,) of a masked weight since the last ``step`` or
+        ``zero_grad`` (``None`` when there is none)."""
         return self._grad_buffers.get(param)
 
     def grad_buffer_bytes(self) -> int:
@@ -378,6 +381,10 @@ class SparseAdamW(torch.optim.Optimizer):
             group["optimizer_step"] += 1
             if group["masked"] and self._refresh_due(group):
                 self._refresh_group(group)
+        # the step consumed the gathered gradients: drop them here, not only in our zero_grad, so that a loop which
+        # clears gradients another way (transformers.Trainer calls model.zero_grad()) never adds them to the next
+        # step's
+        self._grad_buffers.clear()
         return loss
 
     def _average_over_ranks(self) -> None:
