@@ -61,7 +61,11 @@ def test_fewer_than_three_values_is_inconclusive_unless_deterministic(n):
 
 def test_zero_variance_both_sides_is_exact():
     assert verdict([2.0] * 3, [1.0] * 3).verdict == "holds"
-    assert verdict([1.0] * 3, [1.0] * 3).verdict == "fails"  # an exact tie is not "better"
+    assert verdict([1.0] * 3, [2.0] * 3).verdict == "fails"
+    # an exact tie at a floor or ceiling says nothing either way: inconclusive, never "fails"
+    assert verdict([1.0] * 3, [1.0] * 3).verdict == "inconclusive"
+    assert verdict([0.0] * 5, [0.0] * 5, paired=True).verdict == "inconclusive"
+    assert verdict([0.0] * 2, [0.0] * 2, deterministic=True).verdict == "inconclusive"
     assert verdict([1.0] * 3, [1.0] * 3, margin=-0.01).verdict == "holds"  # but it is "not worse"
 
 
@@ -123,8 +127,8 @@ def test_report_counts_paper_claims_apart():
                         deterministic=True))
     d = r.to_dict()
     validate_results(d)
-    assert count_verdicts(d["claims"]) == {"holds": 1, "inconclusive": 1, "fails": 1}
-    assert verdict_summary(d["claims"]).startswith("paper claims: 1 hold, 1 inconclusive, 1 fail")
+    assert count_verdicts(d["claims"]) == {"holds": 1, "inconclusive": 1, "fails": 1, "untested": 0}
+    assert verdict_summary(d["claims"]).startswith("paper claims: 1 hold, 1 inconclusive, 1 fail, 0 untested")
     md = r.to_markdown()
     assert "✅" in md and "≈" in md and "❌" in md
     d["claims"][0]["holds"] = False

@@ -23,6 +23,8 @@ The interval reported in ``ci`` is ``[lower, upper]``: the two one-sided ``1 - a
 Small samples: fewer than :data:`MIN_SEEDS` values on either side give ``inconclusive`` unless the comparison is
 ``deterministic`` (the numbers do not depend on the seed, e.g. exact counts or closed forms): then the means are
 compared directly. Zero variance on both sides (every seed gave the same number) is treated as deterministic too.
+Ties: when the means are exactly equal up to the margin in a noise-free comparison (0 vs 0 at a floor on every seed,
+1.0 vs 1.0 at a ceiling) the verdict is ``inconclusive``, never ``fails``: a floor tie says nothing about the claim.
 NaN and infinite values are rejected with a :class:`ValueError`.
 """
 
@@ -63,7 +65,12 @@ def _values(name: str, xs: float | Sequence[float]) -> np.ndarray:
 
 
 def _exact(diff: float, margin: float, test: str) -> Verdict:
-    v = "holds" if diff > margin else "fails"
+    """Noise-free comparison: the means decide; an exact tie with the margin (0 vs 0 at a floor, 1.0 vs 1.0 at a
+    ceiling) is ``inconclusive``: equal numbers say nothing either way."""
+    if diff == margin:
+        v = "inconclusive"
+    else:
+        v = "holds" if diff > margin else "fails"
     return Verdict(verdict=v, test=test, p_value=None, ci=(diff, diff), diff=diff)
 
 
