@@ -106,20 +106,24 @@ def _full(name: str) -> Path:
 
 @pytest.mark.parametrize("name", PACKAGES)
 def test_committed_full_run_has_verdicts_kinds_and_a_matching_readme(name):
-    from icml25.report import current_block, load_results, package_block
+    from icml25.report import current_block, load_package, package_block
 
     path = _full(name)
     if not path.exists():
         pytest.skip(f"{name}: no committed full run yet")
-    data = load_results(path)
+    runs = load_package(path.parents[2])
+    data = runs.main
     assert data["method"] == name and not data.get("quick") and not data.get("smoke")
-    for c in data["claims"]:
-        assert c.get("kind") in ("paper", "property", "target"), f"{c['claim']!r}: no kind"
-        assert c.get("verdict") in ("holds", "inconclusive", "fails"), f"{c['claim']!r}: no verdict"
-    for fig in data.get("figures", []):
-        assert (path.parent / fig).exists(), f"{fig} listed in {path} but not committed"
+    for sub, d in runs.runs():
+        assert d["method"] == name and not d.get("quick") and not d.get("smoke"), f"{name}/{sub}: not a full run"
+        for c in d["claims"]:
+            assert c.get("kind") in ("paper", "property", "target", "gate"), f"{c['claim']!r}: no kind"
+            assert c.get("verdict") in ("holds", "inconclusive", "fails", "untested"), f"{c['claim']!r}: no verdict"
+        folder = path.parent if sub == "main" else path.parent / sub
+        for fig in d.get("figures", []):
+            assert (folder / fig).exists(), f"{fig} listed in {folder / 'results.json'} but not committed"
     readme = (ROOT / "packages" / name / "README.md").read_text()
-    assert current_block(readme, where=f"packages/{name}/README.md") == package_block(data), (
+    assert current_block(readme, where=f"packages/{name}/README.md") == package_block(runs), (
         f"packages/{name}/README.md: the generated block differs from results/full/results.json; run "
         f"`uv run icml25 report --package packages/{name} --update-readme packages/{name}/README.md`")
 
@@ -136,19 +140,20 @@ def test_root_readme_summary_matches_committed_runs():
 def test_readme_check_catches_a_tampered_number(tmp_path):
     """Negative control: a README whose block has one number changed by hand no longer matches."""
     from icml25.claims import Claim, Report
-    from icml25.report import current_block, package_block, replace_block
+    from icml25.report import current_block, load_package, package_block, replace_block
 
     r = Report(method="demo", seeds=[0, 1, 2])
     r.add(Claim.compare(claim="beats", metric="acc", ours=[0.91, 0.9, 0.92], baseline=[0.5, 0.51, 0.52],
                         baseline_name="b", paper="p"))
     data = r.to_dict()
-    readme = replace_block("# demo\n<!-- icml25-report:start -->\n<!-- icml25-report:end -->\n", package_block(data))
-    assert current_block(readme) == package_block(data)
-    tampered = readme.replace("0.91", "0.97")
-    assert tampered != readme and current_block(tampered) != package_block(data)
-    (tmp_path / "README.md").write_text(tampered)
     (tmp_path / "results" / "full").mkdir(parents=True)
     (tmp_path / "results" / "full" / "results.json").write_text(json.dumps(data))
+    runs = load_package(tmp_path)
+    readme = replace_block("# demo\n<!-- icml25-report:start -->\n<!-- icml25-report:end -->\n", package_block(runs))
+    assert current_block(readme) == package_block(runs)
+    tampered = readme.replace("0.91", "0.97")
+    assert tampered != readme and current_block(tampered) != package_block(runs)
+    (tmp_path / "README.md").write_text(tampered)
     out = _run([str(BIN / "icml25"), "report", "--package", str(tmp_path), "--update-readme",
                 str(tmp_path / "README.md"), "--check"])
     assert out.returncode == 1 and "out of date" in out.stderr
@@ -187,7 +192,9 @@ def test_scaffold_passes_the_contract_as_generated(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     data = json.loads((out / "results.json").read_text())
     validate_results(data)
-    assert data["claims"] and all(c["kind"] in ("paper", "property", "target") for c in data["claims"])
+    assert data["claims"] and all(c["kind"] in ("paper", "property", "target", "gate") for c in data["claims"])
+    gates = [c for c in data["claims"] if c["kind"] == "gate"]
+    assert gates and all(c.get("gates") == [gates[0]["claim"]] for c in data["claims"] if c["kind"] != "gate")
     f = tmp_path / "a-file"
     f.write_text("x")
     bad = run("-m", "demo_scaffold", "reproduce", "--smoke", "--out", str(f))

@@ -150,9 +150,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from icml25.claims import claims_table, verdict_summary
     from icml25.io import atomic_write_text
     from icml25.report import (
-        FULL,
         current_block,
-        load_results,
+        load_package,
         package_block,
         package_results,
         replace_block,
@@ -161,7 +160,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     if args.package:
         pkg = Path(args.package)
-        block = package_block(load_results(pkg / FULL))
+        block = package_block(load_package(pkg))
     elif args.packages:
         found = package_results(Path(args.packages))
         block = summary_block(found) if found else "_no committed full runs yet_"
@@ -193,6 +192,9 @@ def _cmd_new(args: argparse.Namespace) -> int:
 
     path = create_package(args.name, root=Path(args.root), title=args.title, url=args.url)
     print(f"created {path}")
+    # The new member is not in uv.lock yet: `uv run NAME` cannot find it (and `--locked` CI fails) until it is.
+    print(f"next: uv lock && uv sync --all-packages   (adds {args.name} to uv.lock and the venv; "
+          f"then `uv run {args.name} --help` and `uv run pytest {path}`)")
     return 0
 
 

@@ -8,27 +8,77 @@ table after a new full run) fails CI. Refresh with::
 
     uv run icml25 report --package packages/<name> --update-readme packages/<name>/README.md
     uv run icml25 report --packages packages --update-readme README.md
+
+Every run counts: sub-runs committed as ``results/full/<sub>/results.json`` (a long task, an ablation) are tabled in
+the package block and counted in the package row and the root summary. Every run is checked against the code: a run
+whose ``source_hash`` differs from the package's ``src/`` now is marked *stale*, one without a hash *unknown*
+(:mod:`icml25.freshness`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from icml25.claims import KINDS, claims_table, count_verdicts, fmt, validate_results, verdict_summary
+from icml25.claims import KINDS, MARKS, claims_table, count_verdicts, fmt, validate_results, verdict_summary
+from icml25.freshness import FRESH, STALE, UNKNOWN, freshness
 
 START, END = "<!-- icml25-report:start -->", "<!-- icml25-report:end -->"
 FULL = Path("results") / "full" / "results.json"
 
 VERDICTS_EXPLAINED = (
     "Verdicts: ✅ holds (a one-sided test at 5 % says ours beats the baseline by more than the margin), ≈ inconclusive "
-    "(the difference is inside the seed-to-seed noise, or fewer than 3 seeds), ❌ fails (the test says the claim is "
-    "false at our scale). Kinds: `paper` claims are the paper's, measured against a baseline, and are the only ones "
-    "that count as reproductions; `property` claims hold by construction or test the mathematics; `target` claims "
-    "are engineering goals (speed, memory, time)."
+    "(the difference is inside the seed-to-seed noise, fewer than 3 seeds, or an exact tie such as 0 vs 0 at a "
+    "floor), ❌ fails (the test says the claim is false at our scale), ⊘ untested (a gate it depends on did not "
+    "hold: the method or its baseline has not learned the task, so the comparison says nothing about the paper; the "
+    "measured verdict is kept beside it). Kinds: `paper` claims are the paper's, measured against a baseline, and "
+    "are the only ones that count as reproductions; `gate` claims say that a method has learned the task (its "
+    "validation curve plateaued and it beats the trivial controls: chance, the prior, copy-last-frame, zero action, "
+    "box centre); `property` claims hold by construction or test the mathematics; `target` claims are engineering "
+    "goals (speed, memory, time). Code: *fresh* when the run's `source_hash` matches the package's `src/` now, "
+    "*stale* when the code changed after the run, *unknown* when the run predates source hashes."
 )
+
+FRESHNESS_MARK = {FRESH: "fresh", STALE: "⚠ stale", UNKNOWN: "unknown"}
+
+
+@dataclass
+class PackageRuns:
+    """A package's committed runs: the main full run and its sub-runs (``results/full/<sub>/results.json``)."""
+
+    name: str
+    path: Path
+    """The package folder (``packages/<name>``)."""
+    main: dict[str, Any]
+    subs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def runs(self) -> list[tuple[str, dict[str, Any]]]:
+        return [("main", self.main)] + list(self.subs.items())
+
+    def claims(self) -> list[dict[str, Any]]:
+        """Every claim of every run (the main run's first)."""
+        return [c for _, d in self.runs() for c in d["claims"]]
+
+    def freshness(self, data: Mapping[str, Any]) -> str:
+        src = self.path / "src"
+        return freshness(data.get("source_hash"), self.path) if src.is_dir() else UNKNOWN
+
+    def worst_freshness(self) -> str:
+        states = {self.freshness(d) for _, d in self.runs()}
+        return STALE if STALE in states else UNKNOWN if UNKNOWN in states else FRESH
+
+
+def load_package(pkg: str | Path) -> PackageRuns:
+    """The committed full run of ``pkg`` (``results/full/results.json``) and every sub-run below it."""
+    pkg = Path(pkg)
+    main = load_results(pkg / FULL)
+    subs = {}
+    for f in sorted((pkg / FULL).parent.glob("*/results.json")):
+        subs[f.parent.name] = load_results(f)
+    return PackageRuns(name=pkg.name, path=pkg, main=main, subs=subs)
 
 
 class ReportError(ValueError):
@@ -46,14 +96,9 @@ def load_results(path: Path) -> dict[str, Any]:
     return data
 
 
-def package_results(packages: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
-    """``name -> (path, results)`` for every ``packages/<name>/results/full/results.json``, sorted by name."""
-    out = {}
-    for d in sorted(Path(packages).iterdir()):
-        f = d / FULL
-        if f.is_file():
-            out[d.name] = (f, load_results(f))
-    return out
+def package_results(packages: Path) -> dict[str, PackageRuns]:
+    """``name -> PackageRuns`` for every package with a ``results/full/results.json``, sorted by name."""
+    return {d.name: load_package(d) for d in sorted(Path(packages).iterdir()) if (d / FULL).is_file()}
 
 
 def _seconds(data: Mapping[str, Any]) -> str:
@@ -63,41 +108,71 @@ def _seconds(data: Mapping[str, Any]) -> str:
     return f"{s / 60:.1f} min" if s >= 120 else f"{s:.0f} s"
 
 
-def package_block(data: Mapping[str, Any]) -> str:
-    """The generated README block of one package: verdict counts, the run's size, the claims table."""
-    claims = data["claims"]
-    seeds = data.get("seeds") or []
+def _counts_cell(n: Mapping[str, int]) -> str:
+    cell = f"{n['holds']} ✅ / {n['inconclusive']} ≈ / {n['fails']} ❌"
+    return cell + (f" / {n['untested']} ⊘" if n.get("untested") else "")
+
+
+def _freshness_line(state: str, data: Mapping[str, Any]) -> str:
+    h = (data.get("source_hash") or "")[:12]
+    if state == FRESH:
+        return f"Code: fresh (source hash `{h}` matches `src/`)."
+    if state == STALE:
+        return (f"Code: **⚠ stale**: `src/` changed after this run (run's source hash `{h}`); its numbers come from "
+                "older code: re-run the command above.")
+    return "Code: unknown (this run predates source hashes)."
+
+
+def package_block(data: Mapping[str, Any] | PackageRuns) -> str:
+    """The generated README block of one package: verdict counts, the run's size and freshness, the claims table,
+    and, where the package has sub-runs, a table of each with its counts (and every claim counted in the total)."""
+    runs = data if isinstance(data, PackageRuns) else None
+    main = runs.main if runs is not None else data
+    claims = main["claims"]
+    seeds = main.get("seeds") or []
     lines = [
         f"Generated by `icml25 report` from [`results/full/results.json`](results/full/results.json) "
-        f"({'quick' if data.get('quick') else 'full'} run, {len(seeds)} seed(s) {seeds}, {_seconds(data)}).",
-        "",
-        f"**{verdict_summary(claims)}.**",
-        "",
-        claims_table(claims),
-        "",
-        VERDICTS_EXPLAINED,
+        f"({'quick' if main.get('quick') else 'full'} run, {len(seeds)} seed(s) {seeds}, {_seconds(main)}).",
     ]
+    if runs is not None:
+        lines.append(_freshness_line(runs.freshness(main), main))
+    lines += ["", f"**{verdict_summary(claims)}.**", "", claims_table(claims)]
+    if runs is not None and runs.subs:
+        lines += ["", "Sub-runs (each committed under `results/full/<sub>/`, its claims in its own `results.md`):",
+                  "", "| sub-run | paper claims | gates | properties | targets | seeds | time | code |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for sub, d in runs.subs.items():
+            cells = [f"[{sub}](results/full/{sub}/results.md)"]
+            cells += [_counts_cell(count_verdicts(d["claims"], kind=k)) for k in ("paper", "gate", "property", "target")]
+            cells += [str(len(d.get("seeds") or [])), _seconds(d), FRESHNESS_MARK[runs.freshness(d)]]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines += ["", f"**All runs together — {verdict_summary(runs.claims())}.**"]
+    lines += ["", VERDICTS_EXPLAINED]
     return "\n".join(lines)
 
 
-def summary_block(found: Mapping[str, tuple[Path, Mapping[str, Any]]]) -> str:
-    """The root README block: per package the counts by kind and verdict, and the total of paper claims."""
+def summary_block(found: Mapping[str, PackageRuns]) -> str:
+    """The root README block: per package the counts by kind and verdict over all its runs (main and sub-runs),
+    how many runs, the main run's seeds and time, and whether the code is fresh; the total of paper claims."""
     rows = []
-    total = {"holds": 0, "inconclusive": 0, "fails": 0}
-    for name, (_, data) in found.items():
+    total = {v: 0 for v in MARKS}
+    for name, runs in found.items():
+        claims = runs.claims()
         cells = [f"[{name}](packages/{name})"]
-        for kind in KINDS:
-            n = count_verdicts(data["claims"], kind=kind)
+        for kind in ("paper", "gate", "property", "target"):
+            n = count_verdicts(claims, kind=kind)
             if kind == "paper":
                 for k in total:
                     total[k] += n[k]
-            cells.append(f"{n['holds']} ✅ / {n['inconclusive']} ≈ / {n['fails']} ❌")
-        cells += [str(len(data.get("seeds") or [])), _seconds(data)]
+            cells.append(_counts_cell(n))
+        cells += [str(len(runs.runs())), str(len(runs.main.get("seeds") or [])), _seconds(runs.main),
+                  FRESHNESS_MARK[runs.worst_freshness()]]
         rows.append("| " + " | ".join(cells) + " |")
-    head = ["| package | paper claims | properties | targets | seeds | full run |", "|---|---|---|---|---|---|"]
+    head = ["| package | paper claims | gates | properties | targets | runs | seeds | full run | code |",
+            "|---|---|---|---|---|---|---|---|---|"]
     lines = [
-        f"**All packages — paper claims: {total['holds']} hold, {total['inconclusive']} inconclusive, "
-        f"{total['fails']} fail.**",
+        f"**All packages, all runs — paper claims: {total['holds']} hold, {total['inconclusive']} inconclusive, "
+        f"{total['fails']} fail, {total['untested']} untested.**",
         "",
         *head, *rows,
         "",
@@ -120,9 +195,9 @@ def current_block(text: str, *, where: str = "README") -> str:
     return text.split(START, 1)[1].split(END, 1)[0].strip("\n")
 
 
-def flat_claims(found: Mapping[str, tuple[Path, Mapping[str, Any]]]) -> list[dict[str, Any]]:
-    return [{"method": name, **c} for name, (_, data) in found.items() for c in data["claims"]]
+def flat_claims(found: Mapping[str, PackageRuns]) -> list[dict[str, Any]]:
+    return [{"method": name, **c} for name, runs in found.items() for c in runs.claims()]
 
 
-__all__ = ["START", "END", "FULL", "ReportError", "load_results", "package_results", "package_block",
-           "summary_block", "replace_block", "current_block", "flat_claims", "fmt"]
+__all__ = ["START", "END", "FULL", "ReportError", "PackageRuns", "load_package", "load_results", "package_results",
+           "package_block", "summary_block", "replace_block", "current_block", "flat_claims", "fmt", "KINDS"]

@@ -206,9 +206,13 @@ class RunDir:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
     def write_results(self, report: Any) -> Path:
-        """Validate and write ``results.json`` and ``results.md`` for a :class:`icml25.claims.Report`."""
+        """Validate and write ``results.json`` and ``results.md`` for a :class:`icml25.claims.Report`, recording the
+        ``source_hash`` of the method's code (:mod:`icml25.freshness`) unless the report already has one."""
         from icml25.claims import validate_results
+        from icml25.freshness import method_source_hash
 
+        if getattr(report, "source_hash", None) is None and hasattr(report, "method"):
+            report.source_hash = method_source_hash(report.method)
         data = report.to_dict()
         validate_results(data)
         self.write_text("results.md", report.to_markdown())
