@@ -3,6 +3,7 @@ import torch
 
 
 @pytest.mark.slow
+@pytest.mark.engine
 def test_flower_simulation_engine_matches_inprocess(syn_setup, tmp_path):
     """Flower's Ray simulation engine runs the same ClientApp/ServerApp; the result equals the in-process one."""
     from focoop.config import FedConfig

@@ -42,7 +42,7 @@ C = TypeVar("C")
 @dataclass(frozen=True)
 class Budgets(Generic[C]):
     """The three budgets of ``reproduce``: ``smoke`` (seconds; checks that everything runs), ``quick`` (about a
-    minute on 2 CPU cores, 3 seeds) and ``full`` (under about 10 minutes, >= 5 seeds where that fits)."""
+    minute on 2 CPU cores, 3 seeds) and ``full`` (under about 30 minutes alone, >= 5 seeds where that fits; spend it on competence first)."""
 
     smoke: C
     quick: C
