@@ -25,6 +25,7 @@ def _spawn(tmp_path, sync: bool):
 
 
 @pytest.mark.slow
+@pytest.mark.engine
 def test_two_processes_match_one_process_on_the_same_global_batch(tmp_path):
     from lift.parallel import train_tiny
 

@@ -153,9 +153,50 @@ def test_static_shira_mask_is_the_principal_mask(tok):
 def test_cli_help_and_bad_input(capsys):
     assert run_cli(main, ["--help"]).returncode == 0
     r = run_cli(main, ["train", "--update-interval", "0", "--model", "./nope"])
-    assert r.returncode == 2 and "update_interval" in r.stderr
+    assert r.returncode == 2 and "--update-interval" in r.stderr
     r = run_cli(main, ["train", "--model", "./nope"])
     assert r.returncode == 2 and "does not exist" in r.stderr
+
+
+_BAD_ARGS = [
+    (["train", "--lr", "inf"], "--lr"), (["train", "--lr", "nan"], "--lr"), (["train", "--lr", "-1"], "--lr"),
+    (["train", "--betas", "0.9", "1.0"], "--betas"), (["train", "--eps", "inf"], "--eps"),
+    (["train", "--weight-decay", "-0.1"], "--weight-decay"), (["train", "--density", "0"], "--density"),
+    (["train", "--budget-rank", "0"], "--budget-rank"), (["train", "--filter-rank", "0"], "--filter-rank"),
+    (["train", "--steps", "0"], "--steps"), (["train", "--grad-accum", "0"], "--grad-accum"),
+    (["train", "--task", "nope"], "--task"), (["train", "--data", "no/such.jsonl"], "--data"),
+    (["evaluate", "--n-eval", "0"], "--n-eval"), (["evaluate", "--task", "nope"], "--task"),
+]
+
+
+def test_cli_refuses_bad_arguments_before_importing_torch(tmp_path):
+    """Every bad argument: exit 2, one ``lift: error:`` line naming the flag, nothing written, torch never imported
+    (checked in a fresh interpreter: the arguments are validated before the ~4 s import)."""
+    import json
+    import subprocess
+    import sys
+
+    code = """
+import contextlib, io, json, sys
+from lift.cli import main
+out = []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = main(argv)
+    out.append([rc, err.getvalue()])
+print(json.dumps({"results": out, "torch": "torch" in sys.modules}))
+"""
+    outs = [tmp_path / f"run{i}" for i in range(len(_BAD_ARGS))]
+    argvs = [[*argv, "--out", str(o)] for (argv, _), o in zip(_BAD_ARGS, outs)]
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(argvs)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not res["torch"]
+    for (argv, name), (rc, err), o in zip(_BAD_ARGS, res["results"], outs):
+        lines = err.strip().splitlines()
+        assert rc == 2 and len(lines) == 1 and lines[0].startswith("lift: error: " + name), (argv, err)
+        assert not o.exists()
 
 
 def test_cli_train_then_evaluate_a_saved_model(tok, tmp_path):

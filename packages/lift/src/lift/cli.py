@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
+from lift.checks import check_budget, check_hparams, check_int, flag
+from lift.errors import LiftConfigError
 from lift.registry import METHOD
 
 
@@ -76,20 +78,33 @@ class EvaluateConfig(CommonOptions):
     """Number of evaluation examples (with --task)."""
 
 
-def _validate_train(cfg: TrainConfig) -> None:
-    """Fail fast on bad hyper-parameters, before any model is loaded."""
-    from lift.masks import _check_int, budget_size
-    from lift.optim import _check_hparams
+def _check_examples(task: str, data: Path | None) -> None:
+    """--task must be a test-bed task unless --data is given; --data must be a file."""
+    from icml25.testbeds.lm import TASKS  # numpy only, no torch
 
-    _check_hparams(cfg.lr, cfg.betas, cfg.eps, cfg.weight_decay)
-    _check_int(cfg.filter_rank, "filter_rank", low=1)
-    _check_int(cfg.update_interval, "update_interval", low=1)
-    budget_size((1, 1), budget_rank=None if cfg.density is not None else cfg.budget_rank, density=cfg.density)
+    if data is not None:
+        if not Path(data).is_file():
+            raise LiftConfigError(f"--data {str(data)!r} is not a file (JSONL with {{\"prompt\": ..., \"answer\": ...}} "
+                                  "per line)")
+    elif task not in TASKS:
+        raise LiftConfigError(f"--task must be one of {', '.join(TASKS)} (or give --data FILE.jsonl); got {task!r}")
+
+
+def _validate_train(cfg: TrainConfig) -> None:
+    """Fail fast on bad arguments, naming the flag, before torch is imported and any model is loaded."""
+    check_hparams(cfg.lr, cfg.betas, cfg.eps, cfg.weight_decay, flags=True)
+    check_int(cfg.filter_rank, "--filter-rank", low=1)
+    check_int(cfg.update_interval, "--update-interval", low=1)
+    # --density, when set, replaces --budget-rank
+    check_budget(None if cfg.density is not None else cfg.budget_rank, cfg.density, flags=True)
     for name in ("steps", "batch_size", "grad_accum", "n_train"):
-        _check_int(getattr(cfg, name), name, low=1)
+        check_int(getattr(cfg, name), flag(name), low=1)
+    _check_examples(cfg.task, cfg.data)
 
 
 def train(cfg: TrainConfig) -> int:
+    _validate_train(cfg)  # before the heavy imports: bad input fails in a fraction of a second
+
     import torch
     from icml25.device import resolve_device
     from icml25.seeding import seed_everything
@@ -98,7 +113,6 @@ def train(cfg: TrainConfig) -> int:
     from lift.models import exact_match_any, load_examples, load_model, save_model
     from lift.optim import SparseAdamW
 
-    _validate_train(cfg)
     seed_everything(cfg.seed)
     torch.set_num_threads(min(2, torch.get_num_threads()))
     device = resolve_device(cfg.device)
@@ -150,6 +164,9 @@ def _init_distributed(device: Any) -> tuple[int, int]:
 
 
 def evaluate(cfg: EvaluateConfig) -> int:
+    check_int(cfg.n_eval, "--n-eval", low=1)  # before the heavy imports
+    _check_examples(cfg.task, cfg.data)
+
     import torch
     from icml25.device import resolve_device
     from icml25.io import atomic_write_json
@@ -157,8 +174,6 @@ def evaluate(cfg: EvaluateConfig) -> int:
     from lift.models import exact_match_any, load_examples, load_model
 
     torch.set_num_threads(min(2, torch.get_num_threads()))
-    if cfg.n_eval < 1:
-        raise ValueError(f"n_eval must be >= 1; got {cfg.n_eval}")
     device = resolve_device(cfg.device)
     examples = load_examples(task=cfg.task, data=cfg.data, n=cfg.n_eval, seed=10_000 + cfg.seed, split="test")
     path = Path(cfg.model)

@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from lift.checks import check_budget
+from lift.checks import check_int as _check_int
 from lift.errors import LiftConfigError, MaskError
 
 __all__ = [
@@ -144,15 +146,6 @@ def _check_weight(weight: torch.Tensor, name: str = "weight") -> None:
         raise MaskError(f"{name} has non-finite entries (NaN or inf); a mask cannot be computed from it")
 
 
-def _check_int(value: Any, name: str, *, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise LiftConfigError(f"{name} must be an int, got {value!r}")
-    if value < low or (high is not None and value > high):
-        rng = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise LiftConfigError(f"{name} must be {rng}; got {value}")
-    return value
-
-
 def budget_size(shape: tuple[int, int] | torch.Size, *, budget_rank: int | None = None,
                 density: float | None = None) -> int:
     """Number of trainable entries k of an ``(m, n)`` matrix.
@@ -161,14 +154,9 @@ def budget_size(shape: tuple[int, int] | torch.Size, *, budget_rank: int | None 
     ``k = max(1, round(density * m * n))``. Exactly one of the two must be given.
     """
     m, n = int(shape[0]), int(shape[1])
-    if (budget_rank is None) == (density is None):
-        raise LiftConfigError("give exactly one of budget_rank (LoRA-equivalent rank r_b >= 1) or density in (0, 1]")
+    check_budget(budget_rank, density)
     if budget_rank is not None:
-        _check_int(budget_rank, "budget_rank", low=1)
         return min((m + n) * budget_rank, m * n)
-    if isinstance(density, bool) or not isinstance(density, (int, float)) or not math.isfinite(density) \
-            or not 0.0 < float(density) <= 1.0:
-        raise LiftConfigError(f"density must be a number in (0, 1]; got {density!r}")
     return max(1, min(m * n, int(round(float(density) * m * n))))
 
 

@@ -45,6 +45,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from lift.checks import check_hparams as _check_hparams
 from lift.errors import LiftConfigError, MaskError
 from lift.masks import MaskType, Selection, SVDMethod, _check_int, budget_size, check_mask, compute_mask
 
@@ -88,24 +89,6 @@ def select_linear_weights(model: nn.Module, *, target_modules: Sequence[str] | N
         seen.add(id(w))
         out.append((f"{name}.weight", w))
     return out
-
-
-def _check_hparams(lr: Any, betas: Any, eps: Any, weight_decay: Any) -> None:
-    if isinstance(lr, torch.Tensor) or isinstance(lr, bool) or not isinstance(lr, (int, float)) \
-            or not math.isfinite(lr) or lr < 0:
-        raise LiftConfigError(f"lr must be a finite number >= 0; got {lr!r}")
-    try:
-        b1, b2 = betas
-        ok = all(not isinstance(b, bool) and isinstance(b, (int, float)) and 0.0 <= b < 1.0 for b in (b1, b2))
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise LiftConfigError(f"betas must be a pair (beta1, beta2) with each in [0, 1); got {betas!r}")
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps < 0:
-        raise LiftConfigError(f"eps must be a finite number >= 0; got {eps!r}")
-    if isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float)) or not math.isfinite(weight_decay) \
-            or weight_decay < 0:
-        raise LiftConfigError(f"weight_decay must be a finite number >= 0; got {weight_decay!r}")
 
 
 class SparseAdamW(torch.optim.Optimizer):
