@@ -120,3 +120,85 @@ def test_new_scaffold(tmp_path):
     assert bad.returncode == 2 and "lowercase" in bad.stderr
     again = run_cli(main, ["new", "my-method", "--root", str(tmp_path)])
     assert again.returncode == 2 and "exists" in again.stderr
+
+
+# ---------------------------------------------------------------- issue #70: bad input -> exit 2, one `error:` line
+def _one_error_line(res, prog, needle):
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
+    assert "Traceback" not in res.stderr and "╭" not in res.stderr, res.stderr[-2000:]
+    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: "), res.stderr[-2000:]
+    assert needle in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1"])
+def test_bad_icml25_threads_is_one_line_even_for_help(value):
+    pytest.importorskip("string_pe")
+    env = {**os.environ, "ICML25_THREADS": value}
+    for module, prog, args in (("string_pe", "string-pe", ["--help"]), ("lcia", "lcia", ["train", "--help"])):
+        res = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, env=env, timeout=120)
+        _one_error_line(res, prog, f"ICML25_THREADS={value}: must be a positive integer")
+    ok = subprocess.run([sys.executable, "-m", "string_pe", "--help"], capture_output=True, text=True,
+                        env={**os.environ, "ICML25_THREADS": "2"}, timeout=120)
+    assert ok.returncode == 0 and "usage" in ok.stdout, ok.stderr[-2000:]
+
+
+def test_int_flag_given_nan_names_the_flag_in_a_real_cli():
+    pytest.importorskip("lcia")
+    res = subprocess.run([sys.executable, "-m", "lcia", "train", "--config.steps", "nan"], capture_output=True,
+                         text=True, timeout=120)
+    _one_error_line(res, "lcia", "--config.steps: 'nan' is not an integer")
+
+
+_PARSE_CASES = [  # (extra argv after `train --out DIR`, or a whole argv without it; what the one line must say)
+    (["--epochs", "nan"], "--epochs: 'nan' is not an integer"),
+    (["--epochs=1.5"], "--epochs: '1.5' is not an integer"),
+    (["--lr", "abc"], "--lr: 'abc' is not a number"),
+    (["--threads", "abc"], "--threads: 'abc' is not an integer"),
+    (["--threads", "0"], "--threads: must be a positive integer"),
+    (["--pe", "foo"], "--pe: 'foo' is not one of none, ape, ape-fourier"),
+    (["--bogus", "1"], "unrecognized option --bogus"),
+    (["--n-trian", "3"], "unrecognized option --n-trian for 'string-pe train'; did you mean --n-train?"),
+    (["--quiet", "1"], "unexpected argument '1' after --quiet"),
+    (["--epochs", "2", "--epochs", "3"], "--epochs given more than once"),
+    (["--epochs"], "--epochs needs a value (an integer)"),
+    ("whole", ["trian"], "unknown command 'trian': expected one of train, evaluate"),
+    ("whole", [], "missing command: expected one of train, evaluate"),
+]
+
+
+@pytest.mark.parametrize("case", _PARSE_CASES, ids=lambda c: " ".join(c[-2]) or "no-args")
+def test_parse_errors_are_one_line_naming_the_flag(case, tmp_path):
+    cli = pytest.importorskip("string_pe.cli")
+    out = tmp_path / "never"
+    argv = case[1] if case[0] == "whole" else ["train", "--out", str(out), *case[0]]
+    res = run_cli(cli.main, argv)
+    _one_error_line(res, "string-pe", case[-1])
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_missing_required_option_is_one_line():
+    from dataclasses import dataclass
+    from types import SimpleNamespace
+
+    from icml25.cli_helpers import method_main
+
+    @dataclass(frozen=True)
+    class Needs:
+        run: str
+        """A run folder."""
+
+    @dataclass(frozen=True)
+    class Other:
+        k: int = 1
+
+    method = SimpleNamespace(name="toy", cli="toy", title="T", venue="V", url="u")
+    main_ = lambda argv: method_main(method, {"a": (Needs, lambda c: 0), "b": (Other, lambda c: 0)}, argv=argv)  # noqa: E731
+    _one_error_line(run_cli(main_, ["a"]), "toy", "missing required option --run")
+    assert run_cli(main_, ["a", "--run", "x"]).returncode == 0
+
+
+def test_new_says_to_lock_before_uv_run(tmp_path):
+    res = run_cli(main, ["new", "my-method", "--root", str(tmp_path)])
+    assert res.returncode == 0, res.stderr
+    assert "next: uv lock && uv sync --all-packages" in res.stdout

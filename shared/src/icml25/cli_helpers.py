@@ -22,6 +22,7 @@ tyro builds the parser from the frozen dataclasses (field docstrings become the 
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,11 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from icml25.device import thread_policy
+from icml25.device import env_threads, thread_policy
 from icml25.errors import user_message
 
-# Before any package imports torch: passive OpenMP waiting (and $ICML25_THREADS) for every package CLI.
-thread_policy()
+# Before any package imports torch: passive OpenMP waiting (and $ICML25_THREADS) for every package CLI. A bad
+# $ICML25_THREADS must not raise here (a traceback at import, even for --help): method_main reports it as one line.
+try:
+    thread_policy()
+except ValueError:
+    pass
 
 
 @dataclass(frozen=True)
@@ -242,26 +247,186 @@ def reproduce_command(method: Any, *, by_task: Callable[..., Any] | str | None =
 
 
 class _ConfigRefused(Exception):
-    """A config dataclass's own validation (``__post_init__``) refused a value while tyro built it."""
+    """tyro rejected the command line (or a config's ``__post_init__`` refused a value); the message is one line."""
 
 
-def _config_errors_as_exceptions():
-    """While tyro parses, turn a config's ``__post_init__`` refusal into :class:`_ConfigRefused`.
+def _one_line(text: Any) -> str:
+    return re.sub(r"\s*\n\s*", " ", str(text)).strip()
 
-    tyro would otherwise draw its multi-line "Value error" box around the message (and, for a nested config, name
-    an internal ``__tyro-dummy-inner__`` argument). The hook API is tyro's internal one (``tyro._errors``): where a
-    tyro version lacks it, the box stays and nothing else changes.
+
+def _type_phrase(tp: Any) -> str | None:
+    """``int`` -> "an integer", ``float | None`` -> "a number (or None)"; ``None`` for other types."""
+    import types
+    from typing import Annotated, Union, get_args, get_origin
+
+    while get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    optional = False
+    if get_origin(tp) in (Union, types.UnionType):
+        rest = [a for a in get_args(tp) if a is not type(None)]
+        optional = len(rest) < len(get_args(tp))
+        if len(rest) != 1:
+            return None
+        tp = rest[0]
+    phrase = {int: "an integer", float: "a number", bool: "true or false"}.get(tp)
+    if phrase is None:
+        return None
+    return phrase + (" (or None)" if optional else "")
+
+
+def _given_values(argv: Sequence[str], flags: Sequence[str]) -> str | None:
+    """The value(s) the user gave ``flags`` on the command line (the last occurrence), as typed."""
+    norm = {f.replace("_", "-") for f in flags}
+    found = None
+    for i, tok in enumerate(argv):
+        name, eq, val = tok.partition("=")
+        if name.replace("_", "-") not in norm:
+            continue
+        if eq:
+            found = val
+        else:
+            vals = []
+            for nxt in argv[i + 1:]:
+                if nxt.startswith("--"):
+                    break
+                vals.append(nxt)
+            found = " ".join(vals)
+    return found
+
+
+def _known_flags(cls: type | None) -> list[str]:
+    """Every flag of the command ``cls`` (for a "did you mean"); empty where tyro cannot say."""
+    if cls is None:
+        return []
+    try:
+        import warnings
+
+        import tyro
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parser = tyro.extras.get_parser(cls)
+        return [s for a in parser._actions for s in a.option_strings if s.startswith("--")]
+    except Exception:  # pragma: no cover - a tyro without get_parser: no suggestion
+        return []
+
+
+def _did_you_mean(token: str, candidates: Sequence[str]) -> str:
+    import difflib
+
+    token = token.partition("=")[0]
+    close = difflib.get_close_matches(token, [c for c in candidates if c != token], n=1, cutoff=0.75)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def _parse_error_line(event: Any, argv: Sequence[str], commands: Mapping[str, Any]) -> str | None:
+    """One line for a tyro parse failure, naming the flag and what it accepts (``None``: an event we don't know)."""
+    from tyro import _errors as te
+
+    names = list(commands)
+    command = argv[0] if argv and argv[0] in commands else None
+    where = f"{event.prog} {command}" if command and not event.prog.endswith(f" {command}") else event.prog
+    if isinstance(event, te.InstantiationFailure):
+        arg = event.argument
+        if arg is None:  # a config's own validation (__post_init__): its message names the field
+            return _one_line(event.message)
+        flag = "/".join(arg.lowered.name_or_flags) if not arg.is_positional() else str(arg.lowered.metavar)
+        given = _given_values(argv, arg.lowered.name_or_flags)
+        shown = repr(given) if given is not None else "the value"
+        phrase = _type_phrase(arg.field.type) if arg.lowered.nargs in (1, "?") else None
+        if phrase is not None:
+            return f"{flag}: {shown} is not {phrase}"
+        why = _one_line(event.message)
+        generic = why.startswith(("Could not", "no type matching"))  # tyro's own wording adds nothing
+        return f"{flag}: {shown} does not match {arg.lowered.metavar}" + ("" if generic else f" ({why})")
+    if isinstance(event, te.InvalidChoice):
+        flag = event.argument.display_name()
+        return f"{flag}: {event.value!r} is not one of {', '.join(map(str, event.choices))}"
+    if isinstance(event, te.BadValue):
+        arg = event.argument
+        flag = arg.display_name()
+        if event.reason == "too_few_values":
+            phrase = _type_phrase(arg.field.type)
+            n = arg.lowered.nargs
+            want = (f"a value ({phrase})" if phrase else f"a value ({arg.lowered.metavar})") if n in (1, "?") \
+                else f"{n} values ({arg.lowered.metavar})" if isinstance(n, int) else f"values ({arg.lowered.metavar})"
+            return f"{flag} needs {want}"
+        return f"{flag} is fixed and cannot be given a value (got {event.offending_value!r})"
+    if isinstance(event, te.UnrecognizedArgs):
+        tokens = list(event.tokens)
+        if argv and not argv[0].startswith("-") and argv[0] not in commands and tokens and tokens[0] == argv[0]:
+            import difflib
+
+            close = difflib.get_close_matches(argv[0], names, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            return f"unknown command {argv[0]!r}: expected one of {', '.join(names)}{hint}"
+        if command is None:
+            return f"expected a command first, one of {', '.join(names)} (got {tokens[0]!r})"
+        flags = [t for t in tokens if t.startswith("-")]
+        if flags:
+            known = _known_flags(commands[command][0] if command else None)
+            hint = _did_you_mean(flags[0], known) if len(flags) == 1 else ""
+            return (f"unrecognized option{'s' if len(flags) > 1 else ''} {', '.join(flags)} for {where!r}{hint} "
+                    f"(see {where} --help)")
+        tok = tokens[0]
+        i = list(argv).index(tok) if tok in argv else -1
+        after = f" after {argv[i - 1]}" if i > 0 and argv[i - 1].startswith("--") else ""
+        return f"unexpected argument {tok!r}{after} (see {where} --help)"
+    if isinstance(event, te.MissingSubcommand):
+        choices = list(event.subcommand_spec.parser_from_name)
+        return f"missing command: expected one of {', '.join(choices)} (see {event.prog} --help)"
+    if isinstance(event, te.MissingArgs):
+        missing = [a.arg.display_name() for a in event.missing_arguments]
+        return f"missing required option{'s' if len(missing) > 1 else ''} {', '.join(missing)} (see {where} --help)"
+    if isinstance(event, te.MutexConflict):
+        return f"{event.first_token} and {event.second_token} cannot be given together"
+    if isinstance(event, te.MissingMutexGroup):
+        groups = [" or ".join(a.arg.display_name() for a in g) for g in event.groups]
+        return f"missing required option: {'; '.join(groups)}"
+    if isinstance(event, te.SubcommandConflict):
+        return (f"{event.attempted!r} cannot be selected: {event.already_selected!r} was already selected by "
+                f"{event.trigger_flag}")
+    return None
+
+
+def _repeated_flag(argv: Sequence[str]) -> str | None:
+    """The first flag given more than once (tyro would silently keep the last value); ``None`` if none is."""
+    seen: set[str] = set()
+    for tok in argv:
+        if tok == "--":
+            break
+        if not tok.startswith("--") or tok in ("--help",):
+            continue
+        name = tok.partition("=")[0].replace("_", "-")
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
+def _config_errors_as_exceptions(argv: Sequence[str] = (), commands: Mapping[str, Any] | None = None):
+    """While tyro parses, turn each rejection of the command line into :class:`_ConfigRefused` with one line.
+
+    tyro would otherwise draw a multi-line box ("Unrecognized options", "Invalid choice", "Missing argument" ...),
+    and its "Value error" for a flag it could not convert drops the flag's name ("invalid literal for int() with
+    base 10: 'nan'"). The one line names the flag and what it accepts (``--epochs: 'nan' is not an integer``). The
+    hook API is tyro's internal one (``tyro._errors``): where a tyro version lacks it, the boxes stay and nothing
+    else changes; an event this code does not know keeps tyro's box.
     """
     import contextlib
 
     try:
-        from tyro._errors import InstantiationFailure, on_parse_error
+        from tyro._errors import on_parse_error
     except ImportError:  # pragma: no cover - older/newer tyro without the hook
         return contextlib.nullcontext()
 
     def _hook(event: Any) -> None:
-        if isinstance(event, InstantiationFailure):
-            raise _ConfigRefused(str(event.message).strip())
+        try:
+            line = _parse_error_line(event, list(argv), commands or {})
+        except Exception:  # pragma: no cover - tyro's internal payloads changed: keep its own message
+            line = None
+        if line is not None:
+            raise _ConfigRefused(line)
 
     return on_parse_error(_hook)
 
@@ -286,14 +451,19 @@ def method_main(
         raise TypeError("each command needs its own config dataclass")
     prog = getattr(method, "cli", "") or method.name
     desc = description or f"{method.title} ({method.venue}). {method.url}"
+    args = list(argv) if argv is not None else sys.argv[1:]
     try:
-        with _config_errors_as_exceptions():
+        env_threads()  # a bad $ICML25_THREADS: one line, before anything (even --help)
+        repeated = _repeated_flag(args)
+        if repeated is not None:
+            raise _ConfigRefused(f"{repeated} given more than once; give each option once")
+        with _config_errors_as_exceptions(args, commands):
             cfg = tyro.extras.subcommand_cli_from_dict(
                 {name: cls for name, (cls, _) in commands.items()},
-                prog=prog, description=desc, args=list(argv) if argv is not None else None,
+                prog=prog, description=desc, args=args,
             )
-    except (ValueError, _ConfigRefused) as exc:  # a config's own validation (__post_init__) refused a value
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+    except (ValueError, _ConfigRefused) as exc:  # tyro rejected argv, or a config's __post_init__ refused a value
+        print(f"{prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     for cls, fn in commands.values():
         if type(cfg) is cls:
@@ -301,8 +471,11 @@ def method_main(
             ok = False
             try:
                 check_out(cfg)
-                if getattr(cfg, "threads", None) is not None:
-                    thread_policy(cfg.threads)
+                threads = getattr(cfg, "threads", None)
+                if threads is not None:
+                    if threads < 1:
+                        raise ValueError(f"--threads: must be a positive integer, got {threads}")
+                    thread_policy(threads)
                 rc = fn(cfg)
                 for rd in _OPEN_RUNS:
                     rd.commit()

@@ -48,6 +48,25 @@ THREADS_ENV = "ICML25_THREADS"
 """Environment variable: torch/OpenMP threads for every icml25 entry point (overrides the default policy)."""
 
 
+def env_threads(environ: Any = None) -> int | None:
+    """``$ICML25_THREADS`` as a positive integer (``None`` when unset or empty).
+
+    Raises ``ValueError("ICML25_THREADS=abc: must be a positive integer ...")`` for anything else (``abc``, ``0``,
+    ``-1``); the CLIs print it as one ``error:`` line and exit 2 (:func:`icml25.cli_helpers.method_main`).
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get(THREADS_ENV)
+    if not raw:
+        return None
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"{THREADS_ENV}={raw}: must be a positive integer (or unset for the default)")
+    return n
+
+
 def thread_policy(threads: int | None = None, *, environ: dict[str, str] | None = None) -> dict[str, str]:
     """Set the thread policy before torch is imported; returns what it set.
 
@@ -58,18 +77,15 @@ def thread_policy(threads: int | None = None, *, environ: dict[str, str] | None 
     * ``threads`` (or ``$ICML25_THREADS``) sets ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` and, if torch is already
       imported, ``torch.set_num_threads``.
 
-    Variables the user set are never overridden, except by an explicit ``threads``.
+    Variables the user set are never overridden, except by an explicit ``threads``. A bad ``$ICML25_THREADS``
+    raises ``ValueError`` (:func:`env_threads`) after the wait policy is set.
     """
     env = os.environ if environ is None else environ
     done: dict[str, str] = {}
     if "OMP_WAIT_POLICY" not in env:
         env["OMP_WAIT_POLICY"] = done["OMP_WAIT_POLICY"] = "PASSIVE"
-    if threads is None and env.get(THREADS_ENV):
-        raw = env[THREADS_ENV]
-        try:
-            threads = int(raw)
-        except ValueError:
-            raise ValueError(f"{THREADS_ENV} must be a positive integer, got {raw!r}") from None
+    if threads is None:
+        threads = env_threads(env)
     if threads is not None:
         if isinstance(threads, bool) or threads < 1:
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
