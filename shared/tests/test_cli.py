@@ -135,7 +135,8 @@ def _one_error_line(res, prog, needle):
 def test_bad_icml25_threads_is_one_line_even_for_help(value):
     pytest.importorskip("string_pe")
     env = {**os.environ, "ICML25_THREADS": value}
-    for module, prog, args in (("string_pe", "string-pe", ["--help"]), ("lcia", "lcia", ["train", "--help"])):
+    for module, prog, args in (("string_pe", "string-pe", ["--help"]), ("lcia", "lcia", ["train", "--help"]),
+                               ("icml25", "icml25", ["--help"])):
         res = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, env=env, timeout=120)
         _one_error_line(res, prog, f"ICML25_THREADS={value}: must be a positive integer")
     ok = subprocess.run([sys.executable, "-m", "string_pe", "--help"], capture_output=True, text=True,

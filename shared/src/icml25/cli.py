@@ -248,7 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from icml25.device import thread_policy
 
-    thread_policy()
+    try:
+        thread_policy()
+    except ValueError as exc:  # a bad ICML25_THREADS: one line, exit 2, even for --help
+        print(f"icml25: error: {exc}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
