@@ -105,13 +105,16 @@ def fit_command(opts: FitOptions) -> int:
 
     # validate everything before the run directory is created
     if not (np.isfinite(opts.scale) and opts.scale > 0):
-        raise K2ieError(f"scale must be a positive number, got {opts.scale}")
+        raise K2ieError(f"--scale must be a positive finite number, got {opts.scale}")
+    if not (np.isfinite(opts.p_cell) and 0 < opts.p_cell <= 1):  # checked for every --data: it is stored in the run
+        raise K2ieError(f"--p-cell must be in (0, 1] (probability of keeping a cell), got {opts.p_cell}")
     if not 0 < opts.p < 1:
-        raise K2ieError(f"p must be in (0, 1) (probability of keeping a point for training), got {opts.p}")
-    if opts.grid_size < 1 or opts.n_splits < 1:
-        raise K2ieError("grid_size and n_splits must be positive integers")
+        raise K2ieError(f"--p must be in (0, 1) (probability of keeping a point for training), got {opts.p}")
+    for name in ("grid_size", "n_splits"):
+        if getattr(opts, name) < 1:
+            raise K2ieError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(opts, name)}")
     if opts.cv == "lscv" and opts.method != "k2ie":
-        raise K2ieError("cv: 'lscv' is defined for --method k2ie only")
+        raise K2ieError("--cv 'lscv' is defined for --method k2ie only")
     est = _estimator(opts.method, opts.estimator, opts.seed)
     if opts.points is not None:
         x, win = _load_points(opts.points, opts.allow_overlap)
@@ -163,12 +166,26 @@ def load_run(run: Path):
     from k2ie.estimators import K2IE, KIE, FlaxmanRKHS
     from k2ie.window import Window
 
-    model = read_json(Path(run) / "model.json", what="k2ie model", required=("method", "params", "points", "window"))
+    path = Path(run) / "model.json"
+    model = read_json(path, what="--run model", required=("method", "params", "points", "window"))
     cls = {"k2ie": K2IE, "kie": KIE, "fie": FlaxmanRKHS}.get(model["method"])
     if cls is None:
-        raise K2ieError(f"model.json: unknown method {model['method']!r}")
-    win = Window(model["window"], allow_overlap=model.get("allow_overlap", False))
-    return cls(**model["params"]).fit(np.asarray(model["points"], dtype=np.float64).reshape(-1, win.d), win), model
+        raise K2ieError(f"--run {str(path)!r}: unknown method {model['method']!r} (k2ie, kie, fie)")
+    if not isinstance(model["params"], dict):
+        raise K2ieError(f"--run {str(path)!r}: 'params' must be a JSON object of {cls.__name__}'s parameters")
+    try:
+        win = Window(model["window"], allow_overlap=model.get("allow_overlap", False))
+    except K2ieError as exc:
+        raise K2ieError(f"--run {str(path)!r}: {exc}") from None
+    try:
+        est = cls(**model["params"])
+    except TypeError as exc:  # an unknown or missing parameter name
+        raise K2ieError(f"--run {str(path)!r}: 'params' do not fit {cls.__name__} ({exc})") from None
+    try:
+        x = np.asarray(model["points"], dtype=np.float64).reshape(-1, win.d)
+    except (TypeError, ValueError) as exc:
+        raise K2ieError(f"--run {str(path)!r}: 'points' must be numbers, {win.d} per point ({exc})") from None
+    return est.fit(win.check_points(x), win), model
 
 
 def evaluate_command(opts: EvaluateOptions) -> int:

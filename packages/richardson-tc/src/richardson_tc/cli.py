@@ -65,51 +65,49 @@ class BenchmarkOptions(BaseOptions):
     """Sweeps actually run by the slow per-entry loop."""
 
 
-def _check_p(p: float, name: str = "p") -> None:
+def _check_p(p: float, name: str = "--p") -> None:
     if not (0 < p <= 1):
         raise RichardsonTcError(f"{name} (sample ratio) must be in (0, 1], got {p}")
 
 
 def _check_shape(shape: tuple[int, ...]) -> None:
     if len(shape) < 2 or any(s < 1 for s in shape):
-        raise RichardsonTcError(f"shape must have >= 2 positive sizes (tensor order >= 2), got {shape}")
+        raise RichardsonTcError(f"--shape must have >= 2 positive sizes (tensor order >= 2), got {shape}")
 
 
 def _load_problem(opts: CompleteOptions):
     import numpy as np
 
-    from richardson_tc.data import ObservedEntries, load_tensor, make_tensor, sample_mask
+    from richardson_tc.data import ObservedEntries, load_array, load_npz, load_tensor, make_tensor, sample_mask
 
     _check_p(opts.p)
     if opts.mask and opts.coo:
         raise RichardsonTcError("give --mask or --coo, not both")
     if opts.coo:
-        path = Path(opts.coo)
-        if not path.exists():
-            raise FileNotFoundError(2, "No such file or directory", str(path))
-        with np.load(path, allow_pickle=False) as z:
-            missing = {"coords", "values", "shape"} - set(z.files)
-            if missing:
-                raise RichardsonTcError(f"{path}: missing arrays {sorted(missing)} (need coords, values, shape)")
+        z = load_npz(opts.coo, what="--coo", keys=("coords", "values", "shape"))
+        if z["shape"].ndim != 1 or not np.issubdtype(z["shape"].dtype, np.integer):
+            raise RichardsonTcError(f"--coo {opts.coo!r}: 'shape' must be a 1-D integer array, got "
+                                    f"{z['shape'].dtype} {z['shape'].shape}")
+        try:
             obs = ObservedEntries.from_coo(tuple(z["shape"]), z["coords"], z["values"])
+        except RichardsonTcError as exc:
+            raise RichardsonTcError(f"--coo {opts.coo!r}: {exc}") from None
         tensor = obs.to_dense(np.nan)
         return tensor, obs.to_mask()
     if opts.input:
-        tensor = load_tensor(opts.input, key=opts.key)
+        tensor = load_tensor(opts.input, key=opts.key, what="--input")
     else:
         _check_shape(opts.shape)
         if opts.true_rank < 1:
-            raise RichardsonTcError(f"true_rank must be >= 1, got {opts.true_rank}")
+            raise RichardsonTcError(f"--true-rank must be >= 1, got {opts.true_rank}")
         tensor = make_tensor(opts.tensor, shape=opts.shape, rank=opts.true_rank, seed=opts.seed)
     if tensor.ndim < 2:
         raise RichardsonTcError(f"tensor must have order >= 2, got shape {tensor.shape}")
     if opts.mask:
-        path = Path(opts.mask)
-        if not path.exists():
-            raise FileNotFoundError(2, "No such file or directory", str(path))
-        mask = np.load(path, allow_pickle=False)
+        mask = load_array(opts.mask, what="--mask")
         if mask.shape != tensor.shape:
-            raise RichardsonTcError(f"mask shape {mask.shape} does not match tensor shape {tensor.shape}")
+            raise RichardsonTcError(f"--mask {opts.mask!r}: shape {mask.shape} does not match the tensor's "
+                                    f"{tensor.shape}")
         mask = mask.astype(bool) & np.isfinite(tensor)
     else:
         mask = sample_mask(tensor.shape, opts.p, seed=opts.seed) & np.isfinite(tensor)
@@ -154,11 +152,12 @@ def benchmark_command(opts: BenchmarkOptions) -> int:
 
     _check_shape(opts.shape)
     for p in opts.ps:
-        _check_p(p)
-    if opts.rank < 1 or opts.n_sweeps < 1 or opts.loop_sweeps < 1:
-        raise RichardsonTcError("rank, n_sweeps and loop_sweeps must be >= 1")
+        _check_p(p, "--ps")
+    for name in ("rank", "n_sweeps", "loop_sweeps"):
+        if getattr(opts, name) < 1:
+            raise RichardsonTcError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(opts, name)}")
     if not 0 < opts.tol < 1:
-        raise RichardsonTcError(f"tol must be in (0, 1), got {opts.tol}")
+        raise RichardsonTcError(f"--tol must be in (0, 1), got {opts.tol}")
     out = opts.out if opts.out is not None else default_out(METHOD.name)
     with RunDir(out, overwrite=opts.overwrite, staged=True) as rd:
         rows = run_benchmark(kind=opts.tensor, shape=opts.shape, rank=opts.rank, ps=opts.ps, solvers=opts.solvers,

@@ -202,28 +202,98 @@ class ModeGroups:
     slot: np.ndarray
 
 
-def load_tensor(path: str | Path, *, key: str | None = None) -> np.ndarray:
-    """A float64 tensor from ``.npy`` or a ``.mat`` variable (``key``; default the largest array in the file)."""
+_NPY_MAGIC = b"\x93NUMPY"
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def load_array(path: str | Path, *, what: str) -> np.ndarray:
+    """A numeric array from a user's ``.npy`` file; every error names ``what`` (the flag) and the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise RichardsonTcError(f"{what} {str(path)!r}: no such file" if not path.exists()
+                                else f"{what} {str(path)!r} is not a file")
+    with path.open("rb") as fh:
+        head = fh.read(6)
+    if head != _NPY_MAGIC:
+        raise RichardsonTcError(f"{what} {str(path)!r} is not a .npy array file (no NumPy header; write it with "
+                                "numpy.save)")
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise RichardsonTcError(f"{what} {str(path)!r}: a truncated or corrupt .npy file, or an object array "
+                                f"(not read: {_first_line(exc)})") from None
+    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+            or np.issubdtype(arr.dtype, np.bool_)):
+        raise RichardsonTcError(f"{what} {str(path)!r}: expected a numeric array, got dtype {arr.dtype}")
+    return arr
+
+
+def load_npz(path: str | Path, *, what: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` of a user's ``.npz`` archive; every error names ``what`` (the flag) and the file."""
+    import zipfile
+    import zlib
+
+    path = Path(path)
+    if not path.is_file():
+        raise RichardsonTcError(f"{what} {str(path)!r}: no such file" if not path.exists()
+                                else f"{what} {str(path)!r} is not a file")
+    with path.open("rb") as fh:
+        head = fh.read(4)
+    if head != _ZIP_MAGIC:
+        raise RichardsonTcError(f"{what} {str(path)!r} is not a .npz archive (no zip header; write it with "
+                                f"numpy.savez holding {list(keys)})")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            missing = [k for k in keys if k not in z.files]
+            if missing:
+                raise RichardsonTcError(f"{what} {str(path)!r} lacks the arrays {missing} (needs {list(keys)})")
+            return {k: z[k] for k in keys}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        if isinstance(exc, RichardsonTcError):
+            raise
+        raise RichardsonTcError(f"{what} {str(path)!r}: a truncated or corrupt .npz archive, or object arrays "
+                                f"(not read: {_first_line(exc)})") from None
+
+
+def load_tensor(path: str | Path, *, key: str | None = None, what: str = "--input") -> np.ndarray:
+    """A float64 tensor from ``.npy`` or a ``.mat`` variable (``key``; default the largest array in the file).
+
+    Errors name ``what`` (the flag the file came from) and the file: a text or truncated file, a MATLAB v7.3
+    (HDF5) file, which scipy cannot read, a missing variable.
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(2, "No such file or directory", str(path))
     if path.suffix == ".npy":
-        arr = np.load(path, allow_pickle=False)
+        arr = load_array(path, what=what)
     elif path.suffix == ".mat":
         from scipy.io import loadmat
 
-        data = {k: v for k, v in loadmat(path).items() if not k.startswith("__") and isinstance(v, np.ndarray)}
+        try:
+            raw = loadmat(path)
+        except NotImplementedError:  # scipy: "Please use HDF reader for matlab v7.3 files"
+            raise RichardsonTcError(f"{what} {str(path)!r} is a MATLAB v7.3 (HDF5) file, which scipy cannot read: "
+                                    "save it with save(..., '-v7') or as .npy") from None
+        except Exception as exc:  # MatReadError, ValueError, ... from a text, truncated or corrupt file
+            raise RichardsonTcError(f"{what} {str(path)!r} is not a readable MATLAB .mat file (v4-v7) "
+                                    f"({_first_line(exc)})") from None
+        data = {k: v for k, v in raw.items() if not k.startswith("__") and isinstance(v, np.ndarray)}
         if not data:
-            raise RichardsonTcError(f"{path}: no array variable found")
+            raise RichardsonTcError(f"{what} {str(path)!r}: no array variable found")
         if key is None:
             key = max(data, key=lambda k: data[k].size)
         if key not in data:
-            raise RichardsonTcError(f"{path}: no variable {key!r}; has {sorted(data)}")
+            raise RichardsonTcError(f"--key {key!r}: {str(path)!r} has no such variable; it has {sorted(data)}")
         arr = data[key]
         if np.iscomplexobj(arr):
             arr = np.abs(arr)  # the MRI data is complex: the paper completes magnitudes
     else:
-        raise RichardsonTcError(f"{path}: only .npy and .mat files are read, got {path.suffix!r}")
+        raise RichardsonTcError(f"{what} {str(path)!r}: only .npy and .mat files are read, got {path.suffix!r}")
     if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
-        raise RichardsonTcError(f"{path}: expected a numeric array, got dtype {arr.dtype}")
+        raise RichardsonTcError(f"{what} {str(path)!r}: expected a numeric array, got dtype {arr.dtype}")
     return np.asarray(arr, dtype=np.float64)

@@ -141,14 +141,9 @@ def sweep_command(opts: SweepOptions) -> int:
         for v in opts.grid:
             check_time_grid(n_steps=opts.n_steps, T=float(v), t_min=opts.t_min)
     if opts.graph_file is not None:
-        from sggm.graphs import as_adjacency
+        from sggm.graphs import as_adjacency, read_npy
 
-        try:
-            adj = as_adjacency(np.load(opts.graph_file, allow_pickle=False), name=f"--graph-file {opts.graph_file}")
-        except (OSError, ValueError) as exc:
-            if isinstance(exc, FileNotFoundError):
-                raise
-            raise ValueError(f"--graph-file {str(opts.graph_file)!r}: {exc}") from None
+        adj = as_adjacency(read_npy(opts.graph_file, what="--graph-file"), name=f"--graph-file {str(opts.graph_file)!r}")
     else:
         adj = make_graph(opts.graph, opts.n, mean_degree=opts.degree, seed=opts.seed)
     model = GaussianGraphModel(paradigm=opts.paradigm, graph=adj, alpha=opts.alpha, laplacian=opts.laplacian,
@@ -178,15 +173,17 @@ def sweep_command(opts: SweepOptions) -> int:
 
 
 def train_command(opts: TrainOptions) -> int:
+    import math
+
     from icml25.rundir import RunDir
 
     from sggm.errors import SggmError
 
     for name in ("n", "degree", "n_features", "train_size", "steps", "batch_size", "hidden", "depth"):
         if getattr(opts, name) < 1:
-            raise SggmError(f"{name} must be >= 1, got {getattr(opts, name)}")
-    _check(opts.lr > 0, f"lr must be > 0, got {opts.lr}")
-    _check(opts.T > 1e-3, f"T must be > t_min = 0.001, got {opts.T}")
+            raise SggmError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(opts, name)}")
+    _check(opts.lr > 0 and math.isfinite(opts.lr), f"--lr must be a finite number > 0, got {opts.lr}")
+    _check(opts.T > 1e-3 and math.isfinite(opts.T), f"--T must be a finite number > t_min = 0.001, got {opts.T}")
     from sggm.graphs import make_graph
 
     make_graph(opts.graph, opts.n, mean_degree=opts.degree, seed=opts.seed)  # validates n / degree before writing
@@ -254,15 +251,16 @@ def sample_command(opts: SampleOptions) -> int:
     if not (model_dir / "model_config.json").exists():
         raise SggmError(f"--run {str(opts.run)!r} has no model/model_config.json; pass a `sggm train` run directory")
     c = read_json(model_dir / "model_config.json", what="--run model config",
-                  required=("task", "n", "T", "graph", "degree", "alpha", "n_features"))
-    _check(opts.samples >= 2, f"samples must be >= 2, got {opts.samples}")
+                  required=("task", "n", "T", "graph", "degree", "alpha", "n_features", "hidden", "depth", "time_dim",
+                            "sde_x", "sde_a"))
+    _check(opts.samples >= 2, f"--samples must be >= 2, got {opts.samples}")
     check_time_grid(n_steps=opts.n_steps, T=float(c["T"]), t_min=opts.t_min)
     with RunDir(_out(opts), overwrite=opts.overwrite, staged=True) as rd:
         import numpy as np
         from icml25.checkpoint import load_model
 
         from sggm.gaussian import GaussianGraphModel
-        from sggm.graphs import make_graph
+        from sggm.graphs import as_adjacency, make_graph, read_npy
         from sggm.kl import monte_carlo_kl
         from sggm.metrics import degree_mmd, quantize, spectrum_mmd
         from sggm.sampler import sample
@@ -273,7 +271,7 @@ def sample_command(opts: SampleOptions) -> int:
         n = c["n"]
         if c["task"] == "features":
             sx, _ = net.numpy_scores(heads="x")
-            adj = np.load(Path(opts.run) / "graph.npy")
+            adj = as_adjacency(read_npy(Path(opts.run) / "graph.npy", what="--run graph"), name="--run graph.npy")
             m = GaussianGraphModel(paradigm="features", graph=adj, alpha=c["alpha"], n_features=c["n_features"])
             XT = rng.standard_normal((opts.samples, n, c["n_features"]))
             X, _ = sample(sx, None, XT, adj, n_steps=opts.n_steps, T=c["T"], t_min=opts.t_min, sde_x=net.sde_x,
