@@ -124,12 +124,14 @@ def test_cli_train_evaluate_roundtrip(tmp_path):
                        "--dim", "8", "--heads", "2", "--depth", "1", "--out", str(out), "--quiet"])
     assert r.returncode == 0, r.stderr
     assert (out / "model.safetensors").exists() and (out / "metrics.jsonl").exists()
-    r = run_cli(main, ["evaluate", "--run", str(out)])
+    r = run_cli(main, ["evaluate", "--run", str(out), "--out", str(tmp_path / "ev")])
     assert r.returncode == 0, r.stderr
     import json
 
-    res = json.loads(r.stdout.strip().splitlines()[-1])
+    res = json.loads(r.stdout.strip().splitlines()[0])
     assert res["test_accuracy"] == res["translated_accuracy"]  # rotary: exactly translation invariant
+    assert json.loads((tmp_path / "ev" / "evaluation.json").read_text()) == res  # --out holds what was printed
+    assert {"config.json", "env.json"} <= {p.name for p in (tmp_path / "ev").iterdir()}
 
 
 @pytest.mark.slow
@@ -183,9 +185,9 @@ def test_cli_make_images_train_on_image_folder_and_evaluate(tmp_path):
         assert r.returncode == 0, r.stderr
         assert (out / "model.safetensors").exists()
         acc = json.loads((out / "eval.json").read_text())["test_accuracy"]
-        r = run_cli(main, ["evaluate", "--run", str(out), "--data", str(data)])
+        r = run_cli(main, ["evaluate", "--run", str(out), "--data", str(data), "--out", str(out / "ev"), "--quiet"])
         assert r.returncode == 0, r.stderr
-        assert json.loads(r.stdout.strip().splitlines()[-1])["test_accuracy"] == pytest.approx(acc)
+        assert json.loads((out / "ev" / "evaluation.json").read_text())["test_accuracy"] == pytest.approx(acc)
 
 
 def test_cli_image_bad_inputs_write_nothing(tmp_path):
@@ -212,9 +214,9 @@ def test_cli_linear_attention_and_relation_scenes(tmp_path):
                        "--n-train", "32", "--dim", "8", "--heads", "2", "--depth", "1", "--out", str(out), "--quiet"])
     assert r.returncode == 0, r.stderr
     assert json.loads((out / "model_config.json").read_text())["attn"] == "linear"
-    r = run_cli(main, ["evaluate", "--run", str(out)])
+    r = run_cli(main, ["evaluate", "--run", str(out), "--out", str(out / "ev")])
     assert r.returncode == 0, r.stderr
-    res = json.loads(r.stdout.strip().splitlines()[-1])
+    res = json.loads(r.stdout.strip().splitlines()[0])
     assert res["translated_accuracy"] == pytest.approx(res["test_accuracy"], abs=0.01)  # invariance survives loading
     data = tmp_path / "rel"
     r = run_cli(main, ["make-images", "--task", "relation", "--n-train", "8", "--n-test", "4", "--out", str(data),

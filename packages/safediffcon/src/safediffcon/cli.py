@@ -80,7 +80,8 @@ class ControlOptions(BaseOptions):
 
 @dataclass(frozen=True)
 class EvaluateOptions(BaseOptions):
-    """Re-simulate controls (a controls.npz written by `control`) with the true solver: J, R_p, R_t, R_s."""
+    """Re-simulate controls (a controls.npz written by `control`) with the true solver: J, R_p, R_t, R_s (written to
+    evaluation.json in --out)."""
 
     controls: Path = Path("runs/safediffcon/control/controls.npz")
     """File with arrays u0 [N, nx], u_target [N, nx], f [N, 10, nx]."""
@@ -201,28 +202,60 @@ def control(opts: ControlOptions) -> int:
     return 0
 
 
-def evaluate(opts: EvaluateOptions) -> int:
-    cfg = checked(opts.config)  # before any heavy import
+def _read_controls(p: Path) -> dict:
+    """The arrays u0, u_target, f of a ``--controls`` .npz; every error names the flag and the file."""
+    import zipfile
+    import zlib
+
     import numpy as np
+
+    from safediffcon.errors import SafediffconError
+
+    where = f"--controls {str(p)!r}"
+    if not p.is_file():
+        raise SafediffconError(f"{where}: no such file (write one with `safediffcon control`)")
+    with p.open("rb") as fh:
+        if fh.read(4) != b"PK\x03\x04":
+            raise SafediffconError(f"{where} is not a .npz archive (no zip header); expected the controls.npz "
+                                   "written by `safediffcon control`")
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            missing = [k for k in ("u0", "u_target", "f") if k not in z.files]
+            if missing:
+                raise SafediffconError(f"{where} lacks the arrays {missing} (needs u0, u_target, f)")
+            arrays = {k: z[k] for k in ("u0", "u_target", "f")}
+    except (OSError, EOFError, zipfile.BadZipFile, zlib.error, ValueError) as exc:
+        if isinstance(exc, SafediffconError):
+            raise
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise SafediffconError(f"{where}: a truncated or corrupt .npz archive, or object arrays ({why})") from None
+    for k, a in arrays.items():
+        if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+            raise SafediffconError(f"{where}: array {k!r} must be numeric, got dtype {a.dtype}")
+    return arrays
+
+
+def evaluate(opts: EvaluateOptions) -> int:
+    """Re-simulate the controls and write config.json, env.json and evaluation.json (J, R_p, R_t, R_s) to --out."""
+    cfg = checked(opts.config)  # before any heavy import
+    arrays = _read_controls(Path(opts.controls))
     import torch
 
     from safediffcon.errors import SafediffconError
     from safediffcon.metrics import evaluate_control
 
-    p = Path(opts.controls)
-    if not p.is_file():
-        raise SafediffconError(f"--controls {str(p)!r}: no such file (write one with `safediffcon control`)")
-    with np.load(p, allow_pickle=False) as z:
-        missing = [k for k in ("u0", "u_target", "f") if k not in z]
-        if missing:
-            raise SafediffconError(f"--controls {str(p)!r} lacks the arrays {missing}")
-        u0, ut, f = (torch.as_tensor(z[k], dtype=torch.float32) for k in ("u0", "u_target", "f"))
+    u0, ut, f = (torch.as_tensor(arrays[k], dtype=torch.float32) for k in ("u0", "u_target", "f"))
     if ut.shape != u0.shape:
         raise SafediffconError(f"--controls: u_target {tuple(ut.shape)} must have the shape of u0 {tuple(u0.shape)}")
     if not torch.isfinite(ut).all():
         raise SafediffconError("--controls: u_target must be finite (found NaN or inf)")
-    metrics = evaluate_control(u0, f, ut, nu=cfg.nu, dt=cfg.dt, u_bound=cfg.u_bound)
-    print(json.dumps(metrics))
+    metrics = evaluate_control(u0, f, ut, nu=cfg.nu, dt=cfg.dt, u_bound=cfg.u_bound)  # checks f's shape too
+    rd = open_run_dir("safediffcon", opts)  # --out was checked before the work (method_main)
+    rd.write_config(asdict(opts))
+    rd.write_env(device="cpu")
+    rd.write_json("evaluation.json", metrics)
+    if not opts.quiet:
+        print(json.dumps(metrics), f"\nwritten to {rd.target}")
     return 0
 
 

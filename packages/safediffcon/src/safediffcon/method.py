@@ -316,14 +316,15 @@ class SafeDiffCon:
     def load(cls, path) -> SafeDiffCon:
         from pathlib import Path
 
-        from icml25.checkpoint import load_model
+        from icml25.checkpoint import load_config, load_model
 
+        keys = ("nx", "nu", "dt", "dim", "timesteps", "scaler", "u_bound", "alpha", "weight_lambda",
+                "guidance_lambda", "ddim_steps", "eta", "quantile_method", "official_safety_row_mask", "seed", "mults")
+        load_config(Path(path), required=keys)  # a config without a key is refused naming the file and the keys
         holder: dict = {}
 
         def build(cfg: dict):
-            kw = {k: cfg[k] for k in ("nx", "nu", "dt", "dim", "timesteps", "scaler", "u_bound", "alpha",
-                                      "weight_lambda", "guidance_lambda", "ddim_steps", "eta", "quantile_method",
-                                      "official_safety_row_mask", "seed")}
+            kw = {k: cfg[k] for k in keys if k != "mults"}
             m = cls(mults=tuple(cfg["mults"]), safety_estimate=cfg.get("safety_estimate", "channel"), **kw)
             m.Q = float(cfg.get("Q", 0.0))
             holder["m"] = m

@@ -51,7 +51,8 @@ class TrainConfig(BaseOptions):
 
 @dataclass(frozen=True)
 class EvaluateConfig(BaseOptions):
-    """Evaluate a trained run directory (from ``train``) on its task, in the box and after translations."""
+    """Evaluate a trained run directory (from ``train``) on its task, in the box and after translations (written to
+    evaluation.json in --out)."""
 
     run: str = ""
     """Run directory written by ``train``."""
@@ -63,7 +64,8 @@ class EvaluateConfig(BaseOptions):
 
 @dataclass(frozen=True)
 class BenchmarkConfig(BaseOptions):
-    """Time every encoding relative to RoPE (head dim, heads, tokens configurable)."""
+    """Time every encoding relative to RoPE (head dim, heads, tokens configurable); written to benchmark.json in
+    --out."""
 
     head_dim: int = 64
     """Head dimension d."""
@@ -249,10 +251,13 @@ def train(cfg: TrainConfig) -> int:
 
 
 def evaluate(cfg: EvaluateConfig) -> int:
+    """Score a trained run; write config.json, env.json and evaluation.json to --out (and print the scores)."""
     import json
+    import math
     from pathlib import Path
 
     from icml25.checkpoint import load_config, load_model
+    from icml25.errors import UserInputError
 
     from string_pe.data import PointSets, translate
     from string_pe.train import accuracy
@@ -260,43 +265,68 @@ def evaluate(cfg: EvaluateConfig) -> int:
     run = Path(cfg.run)
     if not cfg.run or not (run / "model_config.json").exists():
         raise FileNotFoundError(f"run must be a directory written by `string-pe train`, got {cfg.run!r}")
+    if not math.isfinite(cfg.shift):
+        raise UserInputError(f"--shift must be a finite number, got {cfg.shift}")
     model_cfg = load_config(run, required=("task", "pe", "dim", "depth", "heads"))
+    tasks = ("digits", "shapes2d", "shapes3d", "images")
+    if model_cfg["task"] not in tasks:
+        raise UserInputError(f"--run {str(run / 'model_config.json')!r}: unknown task {model_cfg['task']!r} "
+                             f"(one of {tasks})")
+    if model_cfg["task"] == "images":
+        model_cfg = load_config(run, required=("image_size", "patch_size", "depth_input", "num_classes"))
+        if model_cfg["depth_input"] not in _MODES:
+            raise UserInputError(f"--run {str(run / 'model_config.json')!r}: unknown depth_input "
+                                 f"{model_cfg['depth_input']!r} (one of {tuple(_MODES)})")
+        if cfg.data is None or not Path(cfg.data).is_dir():
+            raise FileNotFoundError(f"data must be an ImageFolder directory for a run trained on images, got {cfg.data!r}")
     model = load_model(run, _build)
     if model_cfg["task"] == "images":
         from string_pe.images import load_image_folder_rgbd
         from string_pe.reproduce import image_inputs
 
-        if cfg.data is None or not Path(cfg.data).is_dir():
-            raise FileNotFoundError(f"data must be an ImageFolder directory for a run trained on images, got {cfg.data!r}")
         root = Path(cfg.data) / "test" if (Path(cfg.data) / "test").is_dir() else Path(cfg.data)
         x, d, y, _ = load_image_folder_rgbd(root, image_size=model_cfg["image_size"],
                                             depth=model_cfg["depth_input"] != "none")
-        print(json.dumps({"test_accuracy": accuracy(model, image_inputs(x, d, _MODES[model_cfg["depth_input"]]), y)}))
-        return 0
-    inputs, labels = _data(model_cfg["task"], "test", 500, cfg.seed)
-    res = {"test_accuracy": accuracy(model, inputs, labels)}
-    if model_cfg["task"] != "digits":
-        d = translate(PointSets(inputs[0], inputs[1], labels, ()), cfg.shift)
-        res["translated_accuracy"] = accuracy(model, (d.features, d.positions), d.labels)
-    print(json.dumps(res))
+        res = {"test_accuracy": accuracy(model, image_inputs(x, d, _MODES[model_cfg["depth_input"]]), y)}
+    else:
+        inputs, labels = _data(model_cfg["task"], "test", 500, cfg.seed)
+        res = {"test_accuracy": accuracy(model, inputs, labels)}
+        if model_cfg["task"] != "digits":
+            d = translate(PointSets(inputs[0], inputs[1], labels, ()), cfg.shift)
+            res["translated_accuracy"] = accuracy(model, (d.features, d.positions), d.labels)
+    rd = open_run_dir(METHOD.name, cfg)  # --out was checked before the work (method_main)
+    rd.write_config(cfg)
+    rd.write_env(device="cpu")
+    rd.write_json("evaluation.json", res)
+    if not cfg.quiet:
+        print(json.dumps(res))
+        print(f"written to {rd.target}")
     return 0
 
 
 def bench(cfg: BenchmarkConfig) -> int:
+    """Time every encoding; write config.json, env.json and benchmark.json (seconds, minimum of --repeats) to
+    --out."""
     from icml25.device import set_threads
 
     from string_pe.timing import benchmark
 
     if cfg.head_dim < 2 or cfg.head_dim % 2:
-        raise ValueError(f"head_dim must be an even int >= 2, got {cfg.head_dim}")
+        raise ValueError(f"--head-dim must be an even int >= 2, got {cfg.head_dim}")
     for name in ("heads", "tokens", "repeats"):
         if getattr(cfg, name) < 1:
             raise ValueError(f"--{name} must be an integer >= 1, got {getattr(cfg, name)}")
     set_threads(2)
     r = benchmark(head_dim=cfg.head_dim, num_heads=cfg.heads, tokens=cfg.tokens, repeats=cfg.repeats, seed=cfg.seed)
-    base = r["rope-axial"]
-    for name, v in r.items():
-        print(name, ", ".join(f"{k} {1e3 * t:.2f} ms ({t / base[k]:.2f}x)" for k, t in v.items()))
+    rd = open_run_dir(METHOD.name, cfg)  # --out was checked before the timing (method_main)
+    rd.write_config(cfg)
+    rd.write_env(device="cpu")
+    rd.write_json("benchmark.json", {"unit": "seconds", "baseline": "rope-axial", "times": r})
+    if not cfg.quiet:
+        base = r["rope-axial"]
+        for name, v in r.items():
+            print(name, ", ".join(f"{k} {1e3 * t:.2f} ms ({t / base[k]:.2f}x)" for k, t in v.items()))
+        print(f"written to {rd.target}")
     return 0
 
 
