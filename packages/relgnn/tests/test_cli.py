@@ -35,6 +35,54 @@ def test_bad_input_exit_code(tmp_path):
     assert r.returncode == 2 and "task must be one of" in r.stderr
 
 
+_BAD_FLOATS = [(["--lr", "inf"], "--lr"), (["--lr", "nan"], "--lr"), (["--lr", "0"], "--lr"), (["--lr", "-1e-3"], "--lr"),
+               (["--dropout", "1"], "--dropout"), (["--dropout", "nan"], "--dropout"),
+               (["--dropout", "-0.1"], "--dropout")]
+
+
+def test_non_finite_or_non_positive_float_flags_are_refused_up_front(tmp_path):
+    """``relgnn train --lr inf`` used to train into NaN and end with "Input contains NaN."; now every float flag out
+    of range is one error line naming it, exit 2, nothing written, before torch is even imported (fresh
+    interpreter)."""
+    import subprocess
+    import sys
+
+    code = """
+import contextlib, io, json, sys
+from relgnn.cli import main
+out = []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = main(argv)
+    out.append([rc, err.getvalue()])
+print(json.dumps({"results": out, "torch": "torch" in sys.modules}))
+"""
+    outs = [tmp_path / f"run{i}" for i in range(len(_BAD_FLOATS))]
+    argvs = [["train", *argv, "--out", str(o), *TINY] for (argv, _), o in zip(_BAD_FLOATS, outs)]
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(argvs)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not res["torch"]
+    for (argv, name), (rc, err), o in zip(_BAD_FLOATS, res["results"], outs):
+        lines = err.strip().splitlines()
+        assert rc == 2 and len(lines) == 1 and lines[0].startswith(f"relgnn: error: {name} must be"), (argv, err)
+        assert not o.exists()
+
+
+def test_config_validator_refuses_non_finite_numbers():
+    from relgnn.config import FitConfig
+    from relgnn.errors import ConfigError
+
+    FitConfig(lr=1e-3, dropout=0.0).validate()  # control: finite, in range
+    for bad in (float("inf"), float("nan"), 0.0, -1.0):
+        with pytest.raises(ConfigError, match="lr must be a finite number > 0"):
+            FitConfig(lr=bad).validate()
+    for bad in (1.0, float("nan"), -0.1, float("inf")):
+        with pytest.raises(ConfigError, match=r"dropout must be a number in \[0, 1\)"):
+            FitConfig(dropout=bad).validate()
+
+
 def test_real_loader_offline_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from relgnn.data import load_task

@@ -42,6 +42,9 @@ class FitConfig:
     encoder: Literal["mlp", "torch-frame"] = "torch-frame"
     """Per-table encoder: torch-frame's ResNet (RelBench's HeteroEncoder, 4 blocks; the default, as in RelBench) or
     a plain MLP over the encoded columns (about 2x faster per fit on CPU; ``reproduce`` measures both)."""
+    dropout: float = 0.2
+    """Dropout probability in [0, 1) of the torch-frame encoder's residual blocks (torch-frame's and RelBench's 0.2;
+    the MLP encoder has none)."""
     shallow: bool = False
     """A learned embedding per destination row (recommendation tasks; RelBench's ``shallow_list``)."""
     sampling: Literal["sampled", "full"] = "sampled"
@@ -72,8 +75,9 @@ class FitConfig:
 
     def validate(self, *, flags: bool = False) -> FitConfig:
         """Raise :class:`relgnn.errors.ConfigError` naming the first field out of range (as its ``--flag`` with
-        ``flags=True``, for the CLI); return ``self``."""
-        from relgnn.errors import ConfigError, check_positive
+        ``flags=True``, for the CLI); return ``self``. Numbers must be finite: ``--lr inf`` or ``nan`` is refused
+        here, before any data is built or a step is taken."""
+        from relgnn.errors import ConfigError, check_fraction, check_positive
 
         def n(name: str) -> str:
             return "--" + name.replace("_", "-") if flags else name
@@ -91,6 +95,7 @@ class FitConfig:
                               f"{list(self.num_neighbors)}")
         if self.encoder not in ("mlp", "torch-frame"):
             raise ConfigError(f"{n('encoder')} must be 'mlp' or 'torch-frame', got {self.encoder!r}")
+        check_fraction(n("dropout"), self.dropout)
         if self.temporal_strategy not in ("uniform", "last"):
             raise ConfigError(f"{n('temporal_strategy')} must be 'uniform' or 'last', got {self.temporal_strategy!r}")
         return self

@@ -23,7 +23,7 @@ from torch_geometric.nn import PositionalEncoding
 
 from relgnn.config import GNN_KINDS  # noqa: F401 (re-exported; one list in the light config module)
 from relgnn.conv import HeteroGraphSAGE, RelGNN, mkey, reset_all
-from relgnn.errors import ConfigError, check_positive
+from relgnn.errors import ConfigError, check_fraction, check_positive
 from relgnn.graph import TableSpec
 
 
@@ -101,12 +101,13 @@ class RelationalModel(nn.Module):
         id_awareness: add a learned vector to seed rows (ID-GNN recommendation readout).
         simplified_mp, route_aggr: RelGNN options (see :class:`relgnn.conv.RelGNN`).
         encoder: "mlp" (:class:`TableEncoder`) or "torch-frame" (:class:`FrameEncoder`, RelBench's ResNet).
+        dropout: dropout probability of the torch-frame encoder (ignored by the MLP encoder).
     """
 
     def __init__(self, *, specs: dict[str, TableSpec], edge_types: Sequence[tuple[str, str, str]], gnn: str = "relgnn",
                  channels: int = 64, num_layers: int = 2, num_heads: int = 4, out_channels: int = 1,
                  shallow: dict[str, int] | None = None, id_awareness: bool = False, simplified_mp: bool = False,
-                 route_aggr: str = "sum", encoder: str = "mlp"):
+                 route_aggr: str = "sum", encoder: str = "mlp", dropout: float = 0.2):
         super().__init__()
         if encoder not in ENCODERS:
             raise ConfigError(f"encoder must be one of {ENCODERS}, got {encoder!r}")
@@ -121,8 +122,12 @@ class RelationalModel(nn.Module):
         self.gnn_kind = gnn
         node_types = list(specs)
         self.node_types = node_types
-        enc = FrameEncoder if encoder == "torch-frame" else TableEncoder
-        self.encoders = nn.ModuleDict({mkey(nt): enc(spec=s, channels=channels) for nt, s in specs.items()})
+        check_fraction("dropout", dropout)
+        if encoder == "torch-frame":
+            self.encoders = nn.ModuleDict({mkey(nt): FrameEncoder(spec=s, channels=channels, dropout=dropout)
+                                           for nt, s in specs.items()})
+        else:
+            self.encoders = nn.ModuleDict({mkey(nt): TableEncoder(spec=s, channels=channels) for nt, s in specs.items()})
         self.pe = PositionalEncoding(channels)
         self.time_lins = nn.ModuleDict({mkey(nt): nn.Linear(channels, channels) for nt, s in specs.items() if s.has_time})
         self.shallow = nn.ModuleDict({mkey(nt): nn.Embedding(n, channels) for nt, n in (shallow or {}).items()})

@@ -163,7 +163,7 @@ def build_model(cfg: FitConfig, graph: RelGraph, td: TaskData) -> RelationalMode
     model = RelationalModel(specs=graph.specs, edge_types=graph.edge_types, gnn=cfg.gnn, channels=cfg.channels,
                             num_layers=cfg.num_layers, num_heads=cfg.num_heads, out_channels=1, shallow=shallow,
                             id_awareness=td.kind == "recommendation", simplified_mp=cfg.simplified_mp,
-                            route_aggr=cfg.route_aggr, encoder=cfg.encoder)
+                            route_aggr=cfg.route_aggr, encoder=cfg.encoder, dropout=cfg.dropout)
     return model
 
 
