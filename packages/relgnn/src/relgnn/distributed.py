@@ -12,7 +12,9 @@ refused here). Process 0 evaluates after every epoch, keeps the best-validation 
 :class:`relgnn.train.FitResult`; the others return ``None``.
 
 Launch with ``torchrun --nproc-per-node N -m relgnn train --ddp ...`` (the process group comes from torchrun's
-environment), or ``relgnn train --ddp --ddp-procs N`` / :func:`spawn_fit`, which start N local processes themselves.
+environment), or ``relgnn train --ddp --ddp-procs N`` / :func:`spawn_fit`, which start N local processes themselves;
+process 0's result comes back to the launching process as safetensors (tensors) + JSON (the rest), never pickled
+(:func:`save_result`, :func:`load_result`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import copy
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -157,34 +160,124 @@ def shard_gradients(graph, td, cfg: FitConfig, positions: np.ndarray) -> dict[st
             for k, p in model.named_parameters()}
 
 
-def _worker(rank: int, world: int, init: str, fn, args: tuple, result_path: str | None) -> None:
+# ------------------------------------------------------------------------------------------------ result files
+
+_TENSORS = "ddp_result.safetensors"
+_META = "ddp_result.json"
+_FIT_FLOATS = ("val", "test", "train_rows_per_s", "infer_rows_per_s", "activation_mb")
+_FIT_SERIES = ("val_curve", "epoch_seconds", "epoch_cpu_seconds")
+_FIT_INTS = ("best_epoch", "num_params", "steps")
+
+
+def save_result(out: Any, workdir: str | os.PathLike) -> None:
+    """Write process 0's result into ``workdir`` without pickling: tensors as safetensors, the rest as JSON.
+
+    ``out`` is ``None``, a ``{name: Tensor}`` dict (:func:`shard_gradients`) or a :class:`~relgnn.train.FitResult`
+    (:func:`fit_distributed`): its model's ``state_dict`` (``model.<key>``), ``test_pred``, the per-epoch series and
+    the float scalars (float64, so NaN survives) go into ``ddp_result.safetensors``; metric name, integers and the
+    model's train/eval mode into ``ddp_result.json`` (written last: its presence means the result is complete).
+    """
+    from icml25.checkpoint import save_tensors
+    from icml25.io import atomic_write_json
+
+    from relgnn.train import FitResult
+
+    tensors: dict[str, Tensor] = {}
+    if out is None:
+        meta: dict[str, Any] = {"kind": "none"}
+    elif isinstance(out, FitResult):
+        tensors = {f"model.{k}": v for k, v in out.model.state_dict().items()}
+        tensors["test_pred"] = torch.from_numpy(np.ascontiguousarray(out.test_pred))
+        for name in _FIT_SERIES:
+            tensors[name] = torch.tensor([float(x) for x in getattr(out, name)], dtype=torch.float64)
+        tensors["scalars"] = torch.tensor([float(getattr(out, n)) for n in _FIT_FLOATS], dtype=torch.float64)
+        meta = {"kind": "fit", "metric": out.metric, "model_training": bool(out.model.training),
+                **{n: int(getattr(out, n)) for n in _FIT_INTS}}
+    elif isinstance(out, dict) and all(isinstance(k, str) and isinstance(v, Tensor) for k, v in out.items()):
+        tensors, meta = dict(out), {"kind": "tensors"}
+    else:
+        raise TypeError(f"a spawned function must return None, a dict of tensors or a FitResult, got {type(out)!r}")
+    save_tensors(os.path.join(workdir, _TENSORS), tensors)
+    atomic_write_json(os.path.join(workdir, _META), meta)
+
+
+def load_result(workdir: str | os.PathLike, *, build: Callable[[], nn.Module] | None = None) -> Any:
+    """Read what :func:`save_result` wrote (never unpickles). A FitResult's model is ``build()`` (the same
+    architecture, e.g. ``build_model(cfg, graph, td)``) with the saved weights loaded strictly."""
+    import json
+
+    from icml25.checkpoint import CheckpointError, load_tensors
+
+    from relgnn.train import FitResult
+
+    meta_path = os.path.join(workdir, _META)
+    if not os.path.exists(meta_path):
+        raise CheckpointError(f"{meta_path!r} does not exist: process 0 wrote no result")
+    with open(meta_path) as fh:
+        meta = json.load(fh)
+    kind = meta.get("kind")
+    if kind == "none":
+        return None
+    tensors = load_tensors(os.path.join(workdir, _TENSORS))
+    if kind == "tensors":
+        return tensors
+    if kind != "fit":
+        raise CheckpointError(f"{meta_path!r}: unknown result kind {kind!r}")
+    if build is None:
+        raise TypeError("load_result needs build= to rebuild the model of a FitResult")
+    with torch.random.fork_rng(devices=[]):  # building initialises weights: leave the caller's RNG alone
+        model = build()
+    model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}, strict=True)
+    model.train(meta["model_training"])
+    scalars = dict(zip(_FIT_FLOATS, tensors["scalars"].tolist(), strict=True))
+    return FitResult(metric=meta["metric"], test_pred=tensors["test_pred"].numpy(),
+                     **{n: tensors[n].tolist() for n in _FIT_SERIES}, **scalars,
+                     **{n: int(meta[n]) for n in _FIT_INTS}, model=model)
+
+
+# ------------------------------------------------------------------------------------------------ launching
+
+
+def _worker(rank: int, world: int, init: str, fn, args: tuple, workdir: str | None) -> None:
     import torch.distributed as dist
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     try:
         out = fn(*args)
-        if rank == 0 and result_path is not None:
-            torch.save(out, result_path)
+        if rank == 0 and workdir is not None:
+            save_result(out, workdir)
     finally:
         dist.destroy_process_group()
 
 
-def spawn(fn, args: tuple, *, world_size: int, workdir: str) -> Any:
+def spawn(fn, args: tuple, *, world_size: int, workdir: str, build: Callable[[], nn.Module] | None = None) -> Any:
     """Run ``fn(*args)`` in ``world_size`` local processes joined by a gloo process group (a file rendezvous in
-    ``workdir``); return process 0's result."""
+    ``workdir``); return process 0's result, passed back through ``workdir`` as safetensors + JSON
+    (:func:`save_result`; ``build`` rebuilds a FitResult's model, see :func:`load_result`)."""
     import torch.multiprocessing as mp
 
     if world_size < 1:
         raise ConfigError(f"world_size must be >= 1, got {world_size}")
     init = "file://" + os.path.abspath(os.path.join(workdir, "ddp_rendezvous"))
-    result = os.path.join(workdir, "ddp_result.pt")
-    mp.spawn(_worker, args=(world_size, init, fn, args, result), nprocs=world_size, join=True)
-    out = torch.load(result, weights_only=False)
-    os.remove(result)
-    return out
+    files = [os.path.join(workdir, name) for name in (_META, _TENSORS)]
+
+    def clear() -> None:
+        for path in files:
+            if os.path.exists(path):
+                os.remove(path)
+
+    clear()  # a result left from an earlier run in this folder must not pass for this one's
+    mp.spawn(_worker, args=(world_size, init, fn, args, workdir), nprocs=world_size, join=True)
+    try:
+        return load_result(workdir, build=build)
+    finally:
+        clear()
 
 
 def spawn_fit(graph, td, cfg: FitConfig, *, world_size: int, workdir: str):
     """:func:`fit_distributed` in ``world_size`` local CPU processes; returns process 0's FitResult."""
-    return spawn(fit_distributed, (graph, td, cfg), world_size=world_size, workdir=workdir)
+    from relgnn.train import build_model
+
+    return spawn(fit_distributed, (graph, td, cfg), world_size=world_size, workdir=workdir,
+                 build=lambda: build_model(cfg, graph, td))
