@@ -13,6 +13,8 @@ WORDS = ["red", "blue", "shoe", "hat", "big"]
 
 @pytest.fixture(scope="module")
 def bow_model(tmp_path_factory):
+    # the optional extra relgnn[text]; the workspace's default sync does not install it
+    pytest.importorskip("sentence_transformers", reason="needs relgnn[text] (sentence-transformers)")
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.models import BoW
 
@@ -73,6 +75,16 @@ def test_text_input_errors(tmp_path, titled):
         build_graph(db, text_columns={"product": ["title"]}, text_embedder=lambda t: np.zeros((len(t) + 1, 2)))
     with pytest.raises(ConfigError, match="not a local folder"):
         sentence_transformer_embedder(tmp_path / "missing")
+
+
+def test_missing_extra_is_a_clear_error(tmp_path, monkeypatch):
+    import sys
+
+    from relgnn.text import sentence_transformer_embedder
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails as if not installed
+    with pytest.raises(ConfigError, match=r"pip install 'relgnn\[text\]'"):
+        sentence_transformer_embedder(tmp_path)
 
 
 @pytest.mark.slow

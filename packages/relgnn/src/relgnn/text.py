@@ -25,7 +25,7 @@ def sentence_transformer_embedder(path: str | Path, *, batch_size: int = 64, dev
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
     try:
         from sentence_transformers import SentenceTransformer
-    except ImportError as exc:  # pragma: no cover - the extra is installed in the workspace
+    except ImportError as exc:  # the optional extra relgnn[text] is not installed
         raise ConfigError("text embeddings need sentence-transformers: pip install 'relgnn[text]'") from exc
     try:
         model = SentenceTransformer(str(p), device=device, local_files_only=True)
