@@ -55,7 +55,9 @@ class TrainingTrace:
 
 
 class SOLD:
-    """The SOLD agent on a gymnasium env with ``[H, W, 3]`` uint8 image observations and a ``Box`` action space.
+    """The SOLD agent on any gymnasium env with square ``[H, W, 3]`` uint8 image observations and a bounded ``Box``
+    action space (the agent acts in ``[−1, 1]^A``, mapped affinely to the box; random actions come from
+    ``env.action_space``). Segmentation masks are not needed (only the FG-ARI read-outs of ``reproduce`` use them).
 
     ``autoencoder``: a pre-trained :class:`SAVi` (``representation="slots"``) or :class:`HolisticAE` (``"holistic"``);
     when ``None`` it is pre-trained on ``cfg.pretrain_episodes`` random episodes first (:meth:`pretrain`).
@@ -77,6 +79,10 @@ class SOLD:
             raise SoldError(f"the env must have a 1-D Box action space, got {env.action_space}")
         self.env, self.seed, self.representation = env, seed, representation
         self.image_size, self.action_dim = int(obs_shape[0]), int(act_shape[0])
+        low, high = (np.asarray(getattr(env.action_space, k), np.float64).reshape(-1) for k in ("low", "high"))
+        if not (np.isfinite(low).all() and np.isfinite(high).all() and (high > low).all()):
+            raise SoldError(f"the env's Box action space must have finite bounds with high > low, got {env.action_space}")
+        self._act_low, self._act_high = low, high
         self.rng = np.random.default_rng(seed)
         env.action_space.seed(seed)
         torch.manual_seed(seed)
@@ -108,7 +114,8 @@ class SOLD:
                                         ff_dim=c.ff_dim, dropout=c.dynamics_dropout, dyn_lr=c.dyn_lr,
                                         reward_lr=c.reward_lr, head_hidden=c.head_hidden,
                                         image_loss_steps=c.image_loss_steps,
-                                        train_cache=c.train_cache)
+                                        train_cache=c.train_cache, time_causal=c.time_causal,
+                                        final_norm=c.final_norm)
 
             def head(out: int, zero: bool):
                 return SlotAggregationTransformer(slot_dim=d, out_dim=out, token_dim=c.token_dim,
@@ -135,6 +142,7 @@ class SOLD:
         a = self.ae_cfg
         eps = collect_episodes(self.env, episodes or a.pretrain_episodes, seed=self.seed + 50_000)
         frames = frames_to_video(eps.frames)
+        acts = np.stack([[self.from_env_action(x) for x in ep] for ep in eps.actions]).astype(np.float32)
         if self.representation == "slots":
             self.autoencoder = build_savi(a, image_size=self.image_size, action_dim=self.action_dim)
         else:
@@ -142,9 +150,21 @@ class SOLD:
         curve = pretrain_autoencoder(self.autoencoder, frames, steps=steps or a.pretrain_steps, batch=a.batch,
                                      seq_len=a.seq_len, lr=a.lr if self.representation == "slots" else a.holistic_lr,
                                      seed=self.seed, warmup=a.warmup, clip=a.grad_clip,
-                                     actions=eps.actions, progress=progress)
+                                     actions=acts, progress=progress)
         self._build()
         return curve
+
+    # ------------------------------------------------------------------ action scaling
+    def to_env_action(self, a: np.ndarray) -> np.ndarray:
+        """The agent's action in ``[−1, 1]^A`` (clipped) → the env's box ``[low, high]`` (affine; the identity for
+        ColorReach2D's ``[−1, 1]^2``)."""
+        a = np.clip(np.asarray(a, np.float64).reshape(-1), -1.0, 1.0)
+        return (self._act_low + (a + 1.0) * 0.5 * (self._act_high - self._act_low)).astype(np.float32)
+
+    def from_env_action(self, a: np.ndarray) -> np.ndarray:
+        """Inverse of :meth:`to_env_action` (random actions from ``env.action_space`` → ``[−1, 1]^A``)."""
+        a = np.asarray(a, np.float64).reshape(-1)
+        return np.clip(2.0 * (a - self._act_low) / (self._act_high - self._act_low) - 1.0, -1.0, 1.0).astype(np.float32)
 
     # ------------------------------------------------------------------ acting
     @torch.no_grad()
@@ -205,11 +225,11 @@ class SOLD:
         for _ in bar(range(total_steps), desc=f"SOLD ({self.representation})", disable=not progress):
             t0 = time.perf_counter()
             if self.trace.env_steps < c.seed_steps:
-                action = env.action_space.sample()
+                action = self.from_env_action(env.action_space.sample())
             else:
-                action = self.predict(np.stack(hist), deterministic=False)
-            obs, r, term, trunc, info = env.step(np.clip(action, -1, 1))
-            self.buffer.add(obs, np.clip(action, -1, 1), r)
+                action = np.clip(self.predict(np.stack(hist), deterministic=False), -1, 1)
+            obs, r, term, trunc, info = env.step(self.to_env_action(action))
+            self.buffer.add(obs, action, r)
             hist.append(obs)
             ep_ret += r
             ep_success = bool(info.get("success", False))
@@ -240,7 +260,7 @@ class SOLD:
             obs, info = env.reset(seed=seed + i)
             hist, done, ret, hit = [obs], False, 0.0, False
             while not done:
-                obs, r, term, trunc, info = env.step(np.clip(self.predict(np.stack(hist)), -1, 1))
+                obs, r, term, trunc, info = env.step(self.to_env_action(self.predict(np.stack(hist))))
                 hist.append(obs)
                 ret += r
                 hit = hit or bool(info.get("success", False))

@@ -14,12 +14,18 @@ from sold.config import AgentConfig, AutoencoderConfig, EnvConfig, validate_all
 from sold.registry import METHOD
 
 
+DEFAULT_ENV = "sold/ColorReach2D-v0"
+
+
 @dataclass(frozen=True)
 class PretrainOptions(BaseOptions):
     """Pre-train SAVi (or the holistic baseline's autoencoder) on random-action episodes; save it to --out."""
 
-    env: EnvConfig = field(default_factory=EnvConfig)
-    """The environment that generates the episodes."""
+    env: str = DEFAULT_ENV
+    """Gymnasium env id: the package's sold/ColorReach2D-v0 or sold/Push2D-v0 (set up by --scene.*), or any
+    registered env with square [H, W, 3] uint8 image observations and a bounded Box action space (masks optional)."""
+    scene: EnvConfig = field(default_factory=EnvConfig)
+    """Settings of the package's own envs (ignored for other ids; sold/Push2D-v0 sets task 'push')."""
     ae: AutoencoderConfig = field(default_factory=AutoencoderConfig)
     """Autoencoder and pre-training settings."""
     representation: str = "slots"
@@ -30,8 +36,11 @@ class PretrainOptions(BaseOptions):
 class TrainOptions(BaseOptions):
     """Train a SOLD agent (or the holistic baseline agent) online; save it to --out."""
 
-    env: EnvConfig = field(default_factory=EnvConfig)
-    """The environment."""
+    env: str = DEFAULT_ENV
+    """Gymnasium env id: the package's sold/ColorReach2D-v0 or sold/Push2D-v0 (set up by --scene.*), or any
+    registered env with square [H, W, 3] uint8 image observations and a bounded Box action space (masks optional)."""
+    scene: EnvConfig = field(default_factory=EnvConfig)
+    """Settings of the package's own envs (ignored for other ids; sold/Push2D-v0 sets task 'push')."""
     ae: AutoencoderConfig = field(default_factory=AutoencoderConfig)
     """Autoencoder settings (used when --pretrained is not given)."""
     agent: AgentConfig = field(default_factory=AgentConfig)
@@ -77,11 +86,38 @@ def _check_representation(rep: str) -> None:
         raise SoldError(f"--representation must be 'slots' or 'holistic', got {rep!r}")
 
 
-def _env(cfg: EnvConfig):
-    from sold.envs import ColorReach2D
+def make_env(env_id: str, scene: EnvConfig | None = None):
+    """The env of ``--env``: the package's ids built from ``scene``, any other id by :func:`gymnasium.make`; its
+    observation space is checked here so that a wrong env fails with one error naming ``--env``."""
+    import dataclasses
 
-    return ColorReach2D(num_objects=cfg.num_objects, task=cfg.task, reward=cfg.reward, size=cfg.size,
-                        max_steps=cfg.max_steps)
+    import gymnasium as gym
+    import numpy as np
+
+    from sold.envs import ENV_IDS, ColorReach2D
+    from sold.errors import SoldError
+
+    if env_id in ENV_IDS:
+        kw = {**dataclasses.asdict(scene or EnvConfig()), **ENV_IDS[env_id]}
+        return ColorReach2D(**kw)
+    try:
+        env = gym.make(env_id)
+    except gym.error.Error as exc:
+        raise SoldError(f"--env {env_id!r}: not a registered gymnasium env ({exc})") from exc
+    obs, act = env.observation_space, env.action_space
+    shape = getattr(obs, "shape", None)
+    if not (isinstance(obs, gym.spaces.Box) and obs.dtype == np.uint8 and shape is not None and len(shape) == 3
+            and shape[-1] == 3 and shape[0] == shape[1] and shape[0] % 8 == 0):
+        raise SoldError(f"--env {env_id!r}: needs square [H, W, 3] uint8 image observations with H divisible by 8, "
+                        f"got {obs}")
+    if not (isinstance(act, gym.spaces.Box) and len(act.shape) == 1 and np.isfinite(act.low).all()
+            and np.isfinite(act.high).all()):
+        raise SoldError(f"--env {env_id!r}: needs a bounded 1-D Box action space, got {act}")
+    return env
+
+
+def _env_meta(env) -> dict:
+    return {"image_size": int(env.observation_space.shape[0]), "action_dim": int(env.action_space.shape[0])}
 
 
 def _build_ae(conf: dict):
@@ -110,14 +146,13 @@ def pretrain_command(opts: PretrainOptions) -> int:
     validate_all(opts)
     _check_representation(opts.representation)
     seed_everything(opts.seed)
-    env = _env(opts.env)
+    env = make_env(opts.env, opts.scene)
     rd = open_run_dir("sold", opts)
     agent = SOLD(env, ae_config=opts.ae, representation=opts.representation, seed=opts.seed)
     curve = agent.pretrain(progress=not opts.quiet)
     rd.write_config(asdict(opts))
     rd.write_env(device="cpu")
-    conf = {"ae": asdict(opts.ae), "representation": opts.representation, "image_size": opts.env.size,
-            "action_dim": 2}
+    conf = {"ae": asdict(opts.ae), "representation": opts.representation, **_env_meta(env)}
     save_model(rd.path / "model", agent.autoencoder, conf)
     rd.write_json("pretrain.json", {"final_loss": curve[-1], "steps": len(curve)})
     if not opts.quiet:
@@ -144,7 +179,7 @@ def train_command(opts: TrainOptions) -> int:
             raise ValueError(f"--pretrained holds a {conf['representation']!r} autoencoder but --representation is "
                              f"{opts.representation!r}")
     seed_everything(opts.seed)
-    env = _env(opts.env)
+    env = make_env(opts.env, opts.scene)
     rd = open_run_dir("sold", opts)
     ae_cfg = AutoencoderConfig(**conf["ae"]) if conf else opts.ae
     agent = SOLD(env, config=opts.agent, ae_config=ae_cfg, autoencoder=ae, representation=opts.representation,
@@ -156,14 +191,14 @@ def train_command(opts: TrainOptions) -> int:
     agent.learn(opts.steps, progress=not opts.quiet, callback=log)
     rd.write_config(asdict(opts))
     rd.write_env(device="cpu")
-    conf = {"ae": asdict(ae_cfg), "representation": opts.representation, "image_size": opts.env.size,
-            "action_dim": 2}
+    conf = {"ae": asdict(ae_cfg), "representation": opts.representation, **_env_meta(env)}
     save_model(rd.path / "model", agent.autoencoder, conf)
     state = {f"world.{k}": v for k, v in agent.world.state_dict().items()}
     state.update({f"learner.{k}": v for k, v in agent.learner.state_dict().items()})
     save_tensors(rd.path / "agent.safetensors", {k: v.contiguous() for k, v in state.items()
                                                  if isinstance(v, torch.Tensor)})
-    rd.write_json("agent_config.json", {"agent": asdict(opts.agent), "env": asdict(opts.env), **conf})
+    rd.write_json("agent_config.json", {"agent": asdict(opts.agent), "env": opts.env, "scene": asdict(opts.scene),
+                                        **conf})
     tr = agent.trace
     summary = {"env_steps": tr.env_steps, "updates": tr.updates, "episodes": len(tr.episode_returns),
                "last_returns": tr.episode_returns[-5:], "env_seconds": tr.env_seconds,
@@ -186,8 +221,11 @@ def evaluate_command(opts: EvaluateOptions) -> int:
     meta = read_json(opts.run / "agent_config.json", what="agent config",
                      required=["agent", "env", "ae", "representation"])
     ae, _ = _load_ae(opts.run / "model")
-    env_cfg = EnvConfig(**meta["env"])
-    agent = SOLD(_env(env_cfg), config=AgentConfig(**{k: tuple(v) if isinstance(v, list) else v
+    if isinstance(meta["env"], dict):  # runs written before --env took a gymnasium id
+        env_id, scene = DEFAULT_ENV, EnvConfig(**meta["env"])
+    else:
+        env_id, scene = meta["env"], EnvConfig(**meta.get("scene", {}))
+    agent = SOLD(make_env(env_id, scene), config=AgentConfig(**{k: tuple(v) if isinstance(v, list) else v
                                                      for k, v in meta["agent"].items()}),
                  ae_config=AutoencoderConfig(**meta["ae"]), autoencoder=ae, representation=meta["representation"],
                  seed=opts.seed)
@@ -200,7 +238,7 @@ def evaluate_command(opts: EvaluateOptions) -> int:
     except RuntimeError as exc:
         raise SoldError(f"{opts.run / 'agent.safetensors'}: does not match the saved config ({exc})") from exc
     rd = open_run_dir("sold", opts)
-    res = agent.evaluate(_env(env_cfg), opts.episodes, seed=opts.seed + 10_000)
+    res = agent.evaluate(make_env(env_id, scene), opts.episodes, seed=opts.seed + 10_000)
     rd.write_config(asdict(opts))
     rd.write_json("evaluation.json", res)
     if not opts.quiet:

@@ -9,7 +9,16 @@ Each of ``num_layers`` layers is an *object-attention* block (a pre-norm transfo
 of one step) followed by a *time-attention* block (a pre-norm transformer layer over the ``T`` steps of each token,
 with a causal mask). The slot tokens are projected back to ``D`` with a residual::
 
-    ŝ_{t+1} = s_t + Δ_t,   Δ_t = W_o h_{t, 1..K}
+    ŝ_{t+1} = s_t + Δ_t,   Δ_t = W_o LN(h_{t, 1..K})
+
+Two differences from the released OCVP (``sold/modeling/sold/dynamics.py``), both options:
+
+* ``time_causal=True`` (ours): the time block masks the future. The released block takes a mask argument but does not
+  use it; its autoregressive rollout reads only the last step, so it stays a valid predictor, but in a multi-layer
+  model the earlier steps' tokens then see later context steps, ``forward``'s row ``t`` is no longer a one-step
+  prediction from steps ≤ t, and no key/value cache is exact. ``time_causal=False`` is the released form (no cache).
+* ``final_norm=True`` (ours): a LayerNorm on the last pre-norm block's residual stream before ``W_o`` (the usual
+  closing norm of a pre-norm transformer). ``final_norm=False`` is the released form (``W_o`` on the raw stream).
 
 ``forward`` gives the one-step predictions for every step at once (causal: ``ŝ_{t+1}`` depends only on steps ≤ t);
 :meth:`rollout` predicts autoregressively from a context, feeding its own predictions back (no teacher forcing).
@@ -49,7 +58,8 @@ class OCVPDynamics(nn.Module):
     """
 
     def __init__(self, *, slot_dim: int, action_dim: int, token_dim: int = 64, num_layers: int = 2, heads: int = 4,
-                 ff_dim: int = 128, dropout: float = 0.1, residual: bool = True, cache_in_training: bool = False):
+                 ff_dim: int = 128, dropout: float = 0.1, residual: bool = True, cache_in_training: bool = False,
+                 time_causal: bool = True, final_norm: bool = True):
         super().__init__()
         for name, v in (("slot_dim", slot_dim), ("action_dim", action_dim), ("token_dim", token_dim),
                         ("num_layers", num_layers), ("heads", heads), ("ff_dim", ff_dim)):
@@ -60,6 +70,7 @@ class OCVPDynamics(nn.Module):
             raise SoldError(f"dropout must be in [0, 1), got {dropout!r}")
         self.slot_dim, self.action_dim, self.token_dim, self.residual = slot_dim, action_dim, token_dim, residual
         self.cache_in_training = bool(cache_in_training)
+        self.time_causal, self.final_norm = bool(time_causal), bool(final_norm)
         self.slot_in = nn.Linear(slot_dim, token_dim)
         self.action_in = nn.Linear(action_dim, token_dim)
         self.drop = nn.Dropout(dropout)
@@ -70,7 +81,7 @@ class OCVPDynamics(nn.Module):
 
         self.object_blocks = nn.ModuleList(layer() for _ in range(num_layers))
         self.time_blocks = nn.ModuleList(layer() for _ in range(num_layers))
-        self.norm_out = nn.LayerNorm(token_dim)
+        self.norm_out = nn.LayerNorm(token_dim) if final_norm else nn.Identity()
         self.out = nn.Linear(token_dim, slot_dim)
 
     def _check(self, slots: torch.Tensor, actions: torch.Tensor) -> None:
@@ -89,11 +100,11 @@ class OCVPDynamics(nn.Module):
         e = self.token_dim
         tokens = torch.cat([self.slot_in(slots), self.action_in(actions)[:, :, None]], 2)  # [B, T, K + 1, E]
         tokens = self.drop(tokens + sinusoidal(t, e).to(tokens)[None, :, None])
-        mask = causal_mask(t).to(tokens.device)
+        mask = causal_mask(t).to(tokens.device) if self.time_causal else None
         for obj, tim in zip(self.object_blocks, self.time_blocks):
             tokens = obj(tokens.reshape(b * t, k + 1, e)).reshape(b, t, k + 1, e)           # attention over objects
             tt = tokens.permute(0, 2, 1, 3).reshape(b * (k + 1), t, e)                     # [B·(K+1), T, E]
-            tt = tim(tt, src_mask=mask, is_causal=True)                                     # causal over time
+            tt = tim(tt, src_mask=mask, is_causal=self.time_causal)                         # (causal) over time
             tokens = tt.reshape(b, k + 1, t, e).permute(0, 2, 1, 3)                         # [B, T, K + 1, E]
         delta = self.out(self.norm_out(tokens[:, :, :k]))                                   # [B, T, K, D]
         return slots + delta if self.residual else delta
@@ -103,6 +114,8 @@ class OCVPDynamics(nn.Module):
         """Whether :meth:`rollout` uses the key/value cache by default: always exact when no dropout is active (eval
         mode, or dropout 0); with active dropout only when ``cache_in_training``, where each token gets one dropout
         mask (as in a GPT's teacher-forced pass) instead of a fresh mask at every recomputation of the history."""
+        if not self.time_causal:  # released form: every step's token sees the whole history, no cache is exact
+            return False
         return not self.training or self.drop.p == 0.0 or self.cache_in_training
 
     def _time_attention(self, tim: nn.TransformerEncoderLayer, x: torch.Tensor,
@@ -131,6 +144,9 @@ class OCVPDynamics(nn.Module):
         one-step predictions for the new steps ``[B, Tn, K, D]`` and the updated cache. Equal to ``forward`` on the
         whole history (tested); only valid where :attr:`can_cache`."""
         self._check(slots, actions)
+        if not self.time_causal:
+            raise SoldError("the key/value cache needs the causal time mask (time_causal=True); the released form "
+                            "(time_causal=False) recomputes the history at every step")
         if not self.can_cache:
             raise SoldError("the key/value cache is only exact without active dropout (call .eval(), use dropout 0, "
                             "or build the dynamics with cache_in_training=True)")

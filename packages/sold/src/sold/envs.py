@@ -9,7 +9,12 @@ controllable agent, and tasks that need *relational* reasoning about the objects
 * ``num_objects`` coloured discs at random, non-overlapping positions (new ones each episode);
 * task ``"specific"``: reach the red disc; task ``"distinct"``: reach the disc whose colour differs from all the
   others (a relational task: which colour is the target changes from episode to episode);
-* reward ``"dense"``: ``−‖g − target‖``; ``"sparse"``: 1 when ``‖g − target‖ < success_radius`` else 0;
+* task ``"push"`` (the 2-D counterpart of the paper's Push tasks): the discs are *pushable* — a disc the gripper
+  would overlap is moved along the line from the gripper's centre to its own until they only touch (then disc–disc
+  overlaps are resolved the same way, clipped to the frame) — and the goal is to push the odd-coloured disc to the
+  centre of the frame; ``distance`` is then ``‖target − (½, ½)‖``;
+* reward ``"dense"``: ``−distance``; ``"sparse"``: 1 when ``distance < success_radius`` else 0 (reach tasks:
+  ``distance = ‖g − target‖``);
 * ``info``: the true object states (positions, colours, target index, gripper), a segmentation map ``masks``
   ``[H, W]`` (0 = background, 1..N = objects, N + 1 = gripper), ``distance`` and ``success``.
 
@@ -37,7 +42,9 @@ PALETTE = np.array([
 RED = 0
 BACKGROUND = np.array([25, 25, 30], dtype=np.uint8)
 GRIPPER = np.array([255, 255, 255], dtype=np.uint8)
-TASKS = ("specific", "distinct")
+TASKS = ("specific", "distinct", "push")
+GOAL = np.array([0.5, 0.5])
+"""Where task 'push' wants the odd-coloured disc."""
 REWARDS = ("dense", "sparse")
 
 
@@ -55,8 +62,8 @@ class ColorReach2D(gym.Env):
             raise SoldError(f"reward must be one of {REWARDS}, got {reward!r}")
         if not isinstance(num_objects, (int, np.integer)) or not 1 <= num_objects <= 5:
             raise SoldError(f"num_objects must be an integer in 1..5, got {num_objects!r}")
-        if task == "distinct" and num_objects < 3:
-            raise SoldError(f"num_objects must be >= 3 for task 'distinct' (one odd colour among equals), "
+        if task in ("distinct", "push") and num_objects < 3:
+            raise SoldError(f"num_objects must be >= 3 for task {task!r} (one odd colour among equals), "
                             f"got {num_objects}")
         if not isinstance(size, (int, np.integer)) or size < 8:
             raise SoldError(f"size must be an integer >= 8, got {size!r}")
@@ -112,9 +119,42 @@ class ColorReach2D(gym.Env):
             self.target = int(rng.integers(n))
             self.colors[self.target] = odd
         self.gripper = rng.uniform(0.05, 0.95, 2)
+        if self.pushable:  # the odd disc starts away from the goal, and nothing starts overlapped
+            others = [q for i, q in enumerate(self.objects) if i != self.target]
+            while np.linalg.norm(self.objects[self.target] - GOAL) < 0.25:
+                p = rng.uniform(r, 1 - r, 2)
+                if all(np.linalg.norm(p - q) > 2.2 * r for q in others):
+                    self.objects[self.target] = p
+            self._push()
+
+    @property
+    def pushable(self) -> bool:
+        """Whether the gripper pushes the discs (task 'push')."""
+        return self.task == "push"
 
     def _distance(self) -> float:
-        return float(np.linalg.norm(self.gripper - self.objects[self.target]))
+        ref = GOAL if self.pushable else self.gripper
+        return float(np.linalg.norm(ref - self.objects[self.target]))
+
+    def _push(self) -> None:
+        """Move every disc the gripper overlaps out to contact along the centre line, then separate overlapping discs
+        (each later disc is moved away from each earlier one), clipped to the frame."""
+        r, rg = self.object_radius, self.gripper_radius
+        lo, hi = r, 1.0 - r
+
+        def away(p: np.ndarray, q: np.ndarray, dist: float) -> np.ndarray:
+            d = p - q
+            n = float(np.linalg.norm(d))
+            if n >= dist:
+                return p
+            u = d / n if n > 1e-9 else np.array([1.0, 0.0])
+            return np.clip(q + dist * u, lo, hi)
+
+        for i in range(self.num_objects):
+            self.objects[i] = away(self.objects[i], self.gripper, r + rg)
+        for i in range(self.num_objects):
+            for j in range(i):
+                self.objects[i] = away(self.objects[i], self.objects[j], 2 * r)
 
     def _info(self) -> dict[str, Any]:
         d = self._distance()
@@ -155,13 +195,26 @@ class ColorReach2D(gym.Env):
         if not np.isfinite(a).all():
             raise SoldError(f"action must be finite, got {a}")
         self.gripper = np.clip(self.gripper + self.step_size * np.clip(a, -1.0, 1.0), 0.0, 1.0)
+        if self.pushable:
+            self._push()
         self._t += 1
         d = self._distance()
         reward = -d if self.reward_type == "dense" else float(d < self.success_radius)
         return self.render(), float(reward), False, self._t >= self.max_steps, self._info()
 
     def oracle_action(self) -> np.ndarray:
-        """The action of a perfect controller that knows the target (an upper reference, never used in training)."""
+        """The action of a scripted controller that knows the target (an upper reference, never used in training):
+        reach it, or for 'push' go behind it (on the far side from the goal) and push it towards the goal."""
+        if self.pushable:
+            obj = self.objects[self.target]
+            to_goal = GOAL - obj
+            n = float(np.linalg.norm(to_goal))
+            u = to_goal / n if n > 1e-9 else np.zeros(2)
+            behind = obj - (self.object_radius + self.gripper_radius) * u
+            d = behind - self.gripper
+            if np.linalg.norm(d) < 0.5 * self.step_size:   # in place: push through towards the goal
+                d = u * min(n, self.step_size)
+            return np.clip(d / self.step_size, -1.0, 1.0).astype(np.float32)
         d = self.objects[self.target] - self.gripper
         return np.clip(d / self.step_size, -1.0, 1.0).astype(np.float32)
 
@@ -179,3 +232,17 @@ class TrueStateObservation(gym.ObservationWrapper):
 
     def observation(self, observation: Any) -> np.ndarray:
         return self.env.unwrapped.true_state()
+
+
+ENV_IDS = {"sold/ColorReach2D-v0": {}, "sold/Push2D-v0": {"task": "push"}}
+"""The package's own gymnasium ids (registered on import of :mod:`sold.envs`): ColorReach2D with its defaults, and
+its pushable variant (task 'push'); keyword arguments of :func:`gymnasium.make` override the defaults."""
+
+
+def _register() -> None:
+    for env_id, kwargs in ENV_IDS.items():
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point="sold.envs:ColorReach2D", kwargs=dict(kwargs))
+
+
+_register()

@@ -144,13 +144,14 @@ class SlotWorldModel(_WorldModel):
     def __init__(self, *, savi: SAVi, action_dim: int, twohot: TwoHot, token_dim: int = 64, num_layers: int = 2,
                  heads: int = 4, ff_dim: int = 128, dropout: float = 0.1, dyn_lr: float = 1e-3,
                  reward_lr: float = 1e-3, image_loss: bool = True, head_hidden: int = 128, image_loss_steps: int = 0,
-                 train_cache: bool = False):
+                 train_cache: bool = False, time_causal: bool = True, final_norm: bool = True):
         super().__init__(twohot=twohot, dyn_lr=dyn_lr, reward_lr=reward_lr, image_loss=image_loss,
                          image_loss_steps=image_loss_steps)
         self.savi = savi.requires_grad_(False).eval()
         self.dynamics = OCVPDynamics(slot_dim=savi.slot_dim, action_dim=action_dim, token_dim=token_dim,
                                      num_layers=num_layers, heads=heads, ff_dim=ff_dim, dropout=dropout,
-                                     cache_in_training=train_cache)
+                                     cache_in_training=train_cache, time_causal=time_causal,
+                                     final_norm=final_norm)
         self.reward = SlotAggregationTransformer(slot_dim=savi.slot_dim, out_dim=twohot.num_bins,
                                                  token_dim=token_dim, num_layers=num_layers, heads=heads,
                                                  ff_dim=ff_dim, head_hidden=head_hidden, zero_init_head=True)
