@@ -746,3 +746,102 @@ def test_true_state_wrapper_and_sac_reference():
     assert 0.0 <= r["success"] <= r["any_success"] <= 1.0
     with pytest.raises(ValueError, match="kind"):
         rl_job(cfg, 0, "ppo", None)
+
+
+def test_ocvp_released_form_sees_the_future_and_has_no_output_norm():
+    """time_causal=False (released): row t of forward depends on later steps (the causal default does not); the
+    autoregressive rollout still works without a cache; final_norm=False drops the output LayerNorm."""
+    from sold.dynamics import OCVPDynamics
+
+    torch.manual_seed(0)
+    s, a = torch.randn(2, 5, 3, 8), torch.randn(2, 5, 2)
+    s2 = s.clone()
+    s2[:, 4] += 1.0
+    for causal in (True, False):
+        torch.manual_seed(1)
+        m = OCVPDynamics(slot_dim=8, action_dim=2, token_dim=16, heads=2, ff_dim=16, dropout=0.0,
+                         time_causal=causal, final_norm=causal).eval()
+        d = (m(s, a)[:, :4] - m(s2, a)[:, :4]).abs().max().item()
+        assert (d == 0.0) if causal else (d > 1e-4)
+        assert isinstance(m.norm_out, torch.nn.LayerNorm) == causal
+        assert m.can_cache == causal
+        out = m.rollout(s[:, :3], a[:, :4], 2)
+        assert out.shape == (2, 2, 3, 8)
+        if not causal:
+            with pytest.raises(SoldError, match="time_causal"):
+                m.step(s, a)
+
+
+def test_push_task_moves_discs_to_contact_and_reach_tasks_do_not():
+    from sold.envs import GOAL
+
+    env = ColorReach2D(task="push")
+    env.reset(seed=3)
+    obj = env.objects[0].copy()
+    env.gripper = obj + np.array([-(env.object_radius + env.gripper_radius) - 0.05, 0.0])
+    env.gripper[0] = max(env.gripper[0], 0.0)
+    start = env.objects.copy()
+    for _ in range(3):
+        env.step(np.array([1.0, 0.0]))
+    assert np.abs(env.objects - start).max() > 0  # something moved
+    touch = env.object_radius + env.gripper_radius
+    assert (np.linalg.norm(env.objects - env.gripper, axis=1) >= touch - 1e-9).all()
+    for i in range(3):
+        for j in range(i):
+            assert np.linalg.norm(env.objects[i] - env.objects[j]) >= 2 * env.object_radius - 1e-9 or \
+                np.isclose(env.objects[i], [env.object_radius, 1 - env.object_radius]).any()
+    _, r, *_ , info = env.step(np.zeros(2))
+    assert np.isclose(-r, np.linalg.norm(env.objects[env.target] - GOAL)) and info["masks"].shape == (32, 32)
+    reach = ColorReach2D(task="distinct")
+    reach.reset(seed=3)
+    before = reach.objects.copy()
+    for _ in range(25):
+        reach.step(reach.oracle_action())
+    np.testing.assert_array_equal(reach.objects, before)  # negative control: reach discs never move
+
+
+def test_collect_episodes_from_a_plain_env_without_masks_uses_its_action_space():
+    import gymnasium as gym
+
+    class Plain(gym.Env):
+        observation_space = gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)
+        action_space = gym.spaces.Box(5.0, 6.0, (3,), np.float32)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return np.zeros((8, 8, 3), np.uint8), {}
+
+        def step(self, action):
+            return np.zeros((8, 8, 3), np.uint8), 1.0, False, False, {}
+
+    ep = collect_episodes(Plain(), 2, seed=0, length=4)
+    assert ep.frames.shape == (2, 5, 8, 8, 3) and ep.actions.shape == (2, 5, 3)
+    assert ep.segs is None and ep.states is None and ep.targets is None
+    assert (ep.actions[:, 1:] >= 5.0).all() and (ep.actions[:, 1:] <= 6.0).all()
+    with pytest.raises(SoldError, match="episode length"):
+        collect_episodes(Plain(), 1, seed=0)
+
+
+def test_trivial_controls_are_exact_on_a_constant_and_a_two_frame_video():
+    from dataclasses import replace
+
+    from sold.config import cpu
+    from sold.reproduce import controls
+
+    cfg = replace(cpu(), eval_context=2, eval_horizon=3)
+    still = np.full((2, 6, 3, 4, 4), 51, np.uint8)
+    c = controls(cfg, {"train": still, "val": still, "test": still})
+    assert c["test"]["copy_frame"] == [0.0] * 3 and np.allclose(c["test"]["mean_frame"], 0.0)
+    blink = still.copy()
+    blink[:, 2:] = 255                                   # every future frame differs from the last context frame
+    c = controls(cfg, {"train": still, "val": blink, "test": blink})
+    assert np.allclose(c["test"]["copy_frame"], (204 / 255) ** 2)
+    assert np.allclose(c["test"]["mean_frame"], (204 / 255) ** 2)
+
+
+def test_horizon_blocks_are_disjoint():
+    from sold.reproduce import horizon_blocks
+
+    b = horizon_blocks(10)
+    idx = [set(range(10)[sl]) for _, sl in b.values()]
+    assert idx[0] == {0} and idx[1] == set(range(5, 10)) and not idx[0] & idx[1]
