@@ -13,7 +13,6 @@ from sold import config as _config
 from sold.config import AgentConfig, AutoencoderConfig, EnvConfig, validate_all
 from sold.registry import METHOD
 
-
 DEFAULT_ENV = "sold/ColorReach2D-v0"
 
 
