@@ -235,16 +235,22 @@ def test_suggest_in_bounds_and_deterministic():
     np.testing.assert_array_equal(a, b)
 
 
-def test_optimize_runs_and_improves_the_best_so_far():
+def test_optimize_bookkeeping_is_exact():
     from earl_bo.bo import optimize
     from earl_bo.objectives import make_objective
 
     obj = make_objective("branin", 2)
-    for method in ("earl-bo", "logei", "turbo", "sobol"):
-        r = optimize(obj.f, obj.bounds, n_init=4, budget=2, method=method, seed=0,
+    runs = {}
+    for method in ("earl-bo", "turbo", "sobol"):
+        r = optimize(obj.f, obj.bounds, n_init=4, budget=3, method=method, seed=0,
                      options=TINY if method == "earl-bo" else None)
-        assert r.X.shape == (6, 2) and (np.diff(r.best) >= 0).all()
-        assert ((r.X >= obj.bounds[0]) & (r.X <= obj.bounds[1])).all()
+        runs[method] = r
+        assert r.X.shape == (7, 2) and ((r.X >= obj.bounds[0]) & (r.X <= obj.bounds[1])).all()
+        # best-so-far = the running maximum of the observed values from the end of the design on (exact)
+        np.testing.assert_array_equal(r.best, np.maximum.accumulate(r.y)[3:])
+        np.testing.assert_allclose(r.y, [obj.f(x) for x in r.X])  # y is the objective at the recorded X
+        np.testing.assert_array_equal(r.X[:4], runs["earl-bo"].X[:4])  # the same design for every method
+        assert len({tuple(x) for x in r.X}) == 7  # every query is a new point (none repeats the design)
 
 
 def test_optimize_depends_on_its_seed_only_and_leaves_the_global_generator_alone():
@@ -471,7 +477,7 @@ def test_turbo_baseline_starts_and_restarts_with_its_initial_length():
 def test_tuning_picks_the_best_validation_score_with_equal_grids(monkeypatch):
     from dataclasses import replace
 
-    from earl_bo import reproduce as rp
+    from earl_bo.reproduce import jobs as rp
     from earl_bo.config import BUDGETS, GRIDS
     from icml25.experiment import Section
 
@@ -501,7 +507,7 @@ def test_tuning_picks_the_best_validation_score_with_equal_grids(monkeypatch):
 def test_tuning_extends_an_edge_choice_but_never_past_a_hard_bound(monkeypatch):
     from dataclasses import replace
 
-    from earl_bo import reproduce as rp
+    from earl_bo.reproduce import jobs as rp
     from earl_bo.config import BUDGETS
     from icml25.experiment import Section
 
@@ -536,3 +542,140 @@ def test_tuning_extends_an_edge_choice_but_never_past_a_hard_bound(monkeypatch):
     # negative control: the bounds reject what they should
     assert not rp._valid({"num_restarts": 0.5}) and not rp._valid({"length_init": 3.2}) and not rp._valid({"lr": 0.0})
     assert rp._valid({"num_restarts": 1}) and rp._valid({"length_init": 1.6})
+
+
+# ---------------------------------------------------------------- multi-task pre-training
+def test_random_fourier_features_approximate_the_matern52_kernel():
+    from earl_bo.gp_env import GPHyper
+    from earl_bo.pretrain import GPFunction
+
+    d, m = 3, 40_000
+    ls = torch.tensor([0.3, 0.5, 0.8], dtype=torch.float64)
+    f = GPFunction(d, lengthscale=ls, features=m, generator=torch.Generator().manual_seed(0))
+    x = torch.rand(6, d, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    feats = torch.cos((x / ls) @ f.omega.T + f.phase) * math.sqrt(2.0 / m)  # [6, M]
+    k_rff = feats @ feats.T
+    k = GPHyper(lengthscale=ls, outputscale=1.0, mean=0.0, noise=0.0).kernel(x, x)
+    assert (k_rff - k).abs().max() < 0.03
+    # negative control: Gaussian frequencies give the RBF kernel, visibly not Matérn-5/2
+    rbf = torch.exp(-0.5 * ((x.unsqueeze(1) - x.unsqueeze(0)) / ls).pow(2).sum(-1))
+    assert (rbf - k).abs().max() > 0.05
+
+
+def test_sample_task_is_a_standardised_bo_like_data_set_with_its_own_hyper_parameters():
+    from earl_bo.pretrain import sample_task
+
+    g = torch.Generator().manual_seed(0)
+    sizes = set()
+    for _ in range(20):
+        x, y, hyper, length = sample_task(4, n_init=5, n_max=12, generator=g)
+        sizes.add(x.shape[0])
+        assert 5 <= x.shape[0] <= 12 and x.shape[1] == 4 and ((x >= 0) & (x <= 1)).all()
+        assert abs(float(y.mean())) < 1e-9 and abs(float(y.std()) - 1) < 1e-9
+        assert hyper.lengthscale.shape == (4,) and 0.0 < length <= 1.6
+    assert len(sizes) > 3  # random data-set sizes (negative control: not always n_init)
+
+
+def test_pretraining_keeps_the_best_weights_and_records_a_plateau_curve():
+    from earl_bo.earl import EARLBO
+    from earl_bo.pretrain import ValidationSet, agent_policy, policy_regret
+
+    b = np.stack([np.zeros(2), np.ones(2)])
+    a = EARLBO(b, seed=0, **TINY)
+    curve = a.pretrain_until_plateau(rounds=6, eval_every=2, patience=2, val_tasks=2, val_queries=3)
+    assert curve.stopped_by in ("plateau", "budget") and curve.steps[0] == 0 and len(curve.values) >= 2
+    val = ValidationSet.make(2, tasks=2, n_init=4, seed=123_457)
+    assert policy_regret(agent_policy(a), val, queries=3) == pytest.approx(curve.best, abs=1e-6)
+    assert a.pretrained
+    # the pre-trained weights travel: a new agent built from them queries exactly the same point
+    x = torch.rand(5, 2, dtype=torch.float64)
+    y = torch.randn(5, dtype=torch.float64)
+    c = EARLBO(b, seed=1, **TINY, init_state=a.state())
+    torch.testing.assert_close(c.policy_mean(x, y), a.policy_mean(x, y))
+    assert c.pretrained
+    fresh = EARLBO(b, seed=1, **TINY)  # negative control: a fresh agent queries elsewhere
+    fresh._new_agent()
+    assert not torch.allclose(fresh.policy_mean(x, y), a.policy_mean(x, y))
+    with pytest.raises(EarlBoError, match="init_state"):
+        EARLBO(np.stack([np.zeros(3), np.ones(3)]), seed=0, **TINY, init_state=a.state())
+
+
+def test_incumbent_action_starts_at_the_incumbent_and_box_action_at_the_centre():
+    from earl_bo.ppo import ActorCritic
+
+    x = torch.rand(1, 6, 3)
+    y = torch.randn(1, 6)
+    for action, expect in (("incumbent", x[0, y[0].argmax()]), ("box", torch.full((3,), 0.5))):
+        net = ActorCritic(dim=3, width=16, heads=2, action=action)
+        torch.nn.init.zeros_(net.actor[-1].weight)
+        torch.nn.init.zeros_(net.actor[-1].bias)
+        mu, _, _ = net(x, y)
+        torch.testing.assert_close(squash(mu[0]), expect.clamp(1e-4, 1 - 1e-4), atol=1e-5, rtol=0)
+    with pytest.raises(EarlBoError, match="action"):
+        from earl_bo.earl import EARLBO
+
+        EARLBO(np.stack([np.zeros(2), np.ones(2)]), action="nope")
+
+
+# ---------------------------------------------------------------- a user's black box
+def _user_module(tmp_path):
+    (tmp_path / "user_obj_mod.py").write_text(
+        "import numpy as np\n"
+        "CALLS = []\n"
+        "def bowl(x):\n"
+        "    CALLS.append(list(x))\n"
+        "    return float(((np.asarray(x) - 0.25) ** 2).sum())\n")
+    return tmp_path / "user_obj_mod.py"
+
+
+def test_minimize_a_function_from_a_temp_module_logs_every_query(tmp_path):
+    import csv
+    import json
+
+    from earl_bo.bo import load_objective, minimize
+
+    f = load_objective(f"{_user_module(tmp_path)}:bowl")
+    bounds = [(-1.0, 1.0), (0.0, 2.0)]
+    r = minimize(f, bounds, n_init=4, budget=3, method="logei", seed=0, log=tmp_path / "q.csv")
+    assert r.X.shape == (7, 2) and r.fun == pytest.approx(min(r.y)) and r.fun == pytest.approx(f(r.x))
+    np.testing.assert_allclose(r.y, [f(x) for x in r.X])  # values as returned (not negated)
+    np.testing.assert_array_equal(r.best, np.minimum.accumulate(r.y)[3:])
+    rows = list(csv.DictReader((tmp_path / "q.csv").open()))
+    assert len(rows) == 7 and [row["phase"] for row in rows] == ["initial"] * 4 + ["query"] * 3
+    np.testing.assert_allclose([float(row["value"]) for row in rows], r.y)
+    np.testing.assert_allclose([[float(row["x0"]), float(row["x1"])] for row in rows], r.X)
+    assert ((r.X[:, 0] >= -1) & (r.X[:, 0] <= 1) & (r.X[:, 1] >= 0) & (r.X[:, 1] <= 2)).all()
+    rj = minimize(f, bounds, n_init=4, budget=1, method="sobol", seed=0, log=tmp_path / "q.json", maximize=True)
+    logged = json.loads((tmp_path / "q.json").read_text())
+    assert [e["best"] for e in logged] == list(np.maximum.accumulate(rj.y))  # negative control: maximised
+    with pytest.raises(EarlBoError, match=r"\(d, 2\)"):
+        minimize(f, np.zeros((2, 3)), budget=1)
+
+
+def test_cli_optimize_objective_module_and_bounds_json(tmp_path, monkeypatch, capsys):
+    import json
+
+    from earl_bo.cli import main
+
+    _user_module(tmp_path)
+    (tmp_path / "b.json").write_text(json.dumps({"low": [-1, 0], "high": [1, 2]}))
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    assert main(["optimize", "--objective", "user_obj_mod:bowl", "--bounds", "b.json", "--method", "sobol",
+                 "--n-init", "3", "--budget", "2", "--out", str(out), "--quiet"]) == 0
+    res = json.loads((out / "result.json").read_text())
+    log = json.loads((out / "queries.json").read_text())
+    assert len(log) == 5 and res["best"] == min(e["value"] for e in log) and res["direction"] == "minimize"
+    assert (out / "queries.csv").read_text().count("\n") == 6
+    for argv, needle in ((["--objective", "user_obj_mod:bowl"], "--bounds"),
+                         (["--objective", "user_obj_mod:nope", "--bounds", "b.json"], "--objective"),
+                         (["--objective", "no_such_mod_xyz:f", "--bounds", "b.json"], "--objective"),
+                         (["--objective", "user_obj_mod:bowl", "--bounds", "missing.json"], "--bounds"),
+                         (["--bounds", "b.json"], "--bounds")):
+        (tmp_path / "bad.json").write_text("[[1, 0]]")
+        assert main(["optimize", *argv, "--out", str(tmp_path / "x"), "--budget", "1"]) == 2
+        err = capsys.readouterr().err
+        assert "error:" in err and needle in err and "Traceback" not in err
+    assert main(["optimize", "--objective", "user_obj_mod:bowl", "--bounds", "bad.json", "--out",
+                 str(tmp_path / "x")]) == 2
+    assert "lb must be < ub" in capsys.readouterr().err

@@ -10,6 +10,8 @@ __version__ = "0.1.0"
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "EARLBO": "earl_bo.earl",
     "optimize": "earl_bo.bo",
+    "minimize": "earl_bo.bo",
+    "MinimizeResult": "earl_bo.bo",
     "METHODS": "earl_bo.bo",
     "Result": "earl_bo.bo",
     "SetEncoder": "earl_bo.encoder",

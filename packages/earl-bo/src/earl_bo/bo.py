@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -132,3 +133,148 @@ def _optimize(objective, b, *, n_init, budget, method, seed, options, callback) 
         if callback is not None:
             callback(i, x, v)
     return Result(method=method, X=X, y=y, best=np.asarray(best), seconds=seconds)
+
+
+# ---------------------------------------------------------------------------------------------- a user's black box
+@dataclass
+class MinimizeResult:
+    """What :func:`minimize` found: ``x`` (best point ``[d]``), ``fun`` (its value), every evaluation ``X [n, d]``,
+    ``y [n]`` (the objective's values as returned), ``best`` (the best-so-far value after the initial design, then
+    after each query) and the wall seconds per query."""
+
+    x: np.ndarray
+    fun: float
+    X: np.ndarray
+    y: np.ndarray
+    best: np.ndarray
+    seconds: list[float]
+    log: list[dict]
+    """One record per evaluation: ``index``, ``phase`` (``initial`` / ``query``), ``x``, ``value``, ``best``."""
+
+
+def check_pairs(bounds, *, name: str = "bounds") -> np.ndarray:
+    """``bounds`` given as one ``(low, high)`` pair per dimension (scipy's convention), returned as ``[2, d]``."""
+    try:
+        b = np.asarray(bounds, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise EarlBoError(f"{name} must be one (low, high) pair of numbers per dimension, got {bounds!r}") from exc
+    if b.ndim != 2 or b.shape[1] != 2 or b.shape[0] < 1:
+        raise EarlBoError(f"{name} must have shape (d, 2): one (low, high) pair per dimension, got shape {b.shape}")
+    try:
+        return check_bounds(b.T)
+    except EarlBoError as exc:
+        raise EarlBoError(f"{name}: {exc}") from exc
+
+
+def _write_log(path: Path, records: list[dict]) -> None:
+    """The evaluations as JSON (a list of records) or CSV (``index, phase, x0..x{d-1}, value, best``), by suffix."""
+    import csv
+    import io
+    import json
+    import os
+
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        text = json.dumps(records, indent=1)
+    else:
+        buf = io.StringIO()
+        d = len(records[0]["x"]) if records else 0
+        w = csv.writer(buf)
+        w.writerow(["index", "phase", *(f"x{i}" for i in range(d)), "value", "best"])
+        for r in records:
+            w.writerow([r["index"], r["phase"], *(repr(float(v)) for v in r["x"]), repr(r["value"]), repr(r["best"])])
+        text = buf.getvalue()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def minimize(f: Callable[[np.ndarray], float], bounds, *, n_init: int = 5, budget: int = 20,
+             method: str = "earl-bo", seed: int = 0, options: dict[str, Any] | None = None,
+             log: str | Path | None = None, maximize: bool = False) -> MinimizeResult:
+    """Minimise a black box ``f(x [d]) -> float`` (or maximise it with ``maximize=True``) over ``bounds``, one
+    ``(low, high)`` pair per dimension, with ``method`` (:data:`METHODS`; default EARL-BO with the CPU preset
+    :func:`earl_bo.config.cpu`, ``options`` override its keywords).
+
+    ``n_init`` Sobol points, then ``budget`` queries. ``log`` (a ``.json`` or ``.csv`` path) receives every
+    evaluation, rewritten after each one, so a run that stops keeps its log. Raises
+    :class:`~earl_bo.errors.EarlBoError` on bad input or a non-finite value (naming the x).
+    """
+    from dataclasses import asdict
+
+    from earl_bo.config import cpu
+
+    b = check_pairs(bounds)
+    if method.startswith("earl-bo"):
+        options = {**asdict(cpu()), **(options or {})}
+    sign = 1.0 if maximize else -1.0
+    records: list[dict] = []
+
+    def g(x: np.ndarray) -> float:
+        v = _evaluate(f, np.asarray(x, dtype=np.float64))
+        prev = records[-1]["best"] if records else None
+        best = v if prev is None else (max(prev, v) if maximize else min(prev, v))
+        records.append({"index": len(records), "phase": "initial" if len(records) < n_init else "query",
+                        "x": [float(t) for t in x], "value": v, "best": best})
+        if log is not None:
+            _write_log(Path(log), records)
+        return sign * v
+
+    r = optimize(g, b, n_init=n_init, budget=budget, method=method, seed=seed, options=options)
+    y = sign * r.y
+    i = int(np.argmax(r.y))
+    return MinimizeResult(x=r.X[i], fun=float(y[i]), X=r.X, y=y, best=sign * r.best, seconds=r.seconds, log=records)
+
+
+def load_objective(spec: str) -> Callable[[np.ndarray], float]:
+    """``module:function`` (importable, the working directory on the path) or ``path/to/file.py:function``."""
+    import importlib
+    import importlib.util
+    import sys
+
+    mod_name, sep, fn_name = str(spec).rpartition(":")
+    if not sep or not mod_name or not fn_name:
+        raise EarlBoError(f"--objective must be module:function or path/to/file.py:function, got {spec!r}")
+    try:
+        if mod_name.endswith(".py"):
+            p = Path(mod_name)
+            if not p.is_file():
+                raise EarlBoError(f"--objective: file {mod_name!r} not found")
+            spec_ = importlib.util.spec_from_file_location(p.stem, p)
+            module = importlib.util.module_from_spec(spec_)
+            spec_.loader.exec_module(module)
+        else:
+            if "" not in sys.path and str(Path.cwd()) not in sys.path:
+                sys.path.insert(0, str(Path.cwd()))
+            module = importlib.import_module(mod_name)
+    except EarlBoError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any import failure is the user's module: one clear line
+        raise EarlBoError(f"--objective: cannot import {mod_name!r}: {type(exc).__name__}: {exc}") from exc
+    fn = getattr(module, fn_name, None)
+    if not callable(fn):
+        raise EarlBoError(f"--objective: {mod_name!r} has no callable {fn_name!r}")
+    return fn
+
+
+def load_bounds(path: str | Path) -> np.ndarray:
+    """A JSON file of bounds: ``[[low, high], ...]`` (one pair per dimension) or ``{"low": [...], "high": [...]}``;
+    returned as ``[2, d]``."""
+    import json
+
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except FileNotFoundError as exc:
+        raise EarlBoError(f"--bounds: file {str(path)!r} not found") from exc
+    except (OSError, ValueError) as exc:
+        raise EarlBoError(f"--bounds: {str(path)!r} is not valid JSON ({exc})") from exc
+    if isinstance(data, dict):
+        if set(data) != {"low", "high"}:
+            raise EarlBoError(f"--bounds: a JSON object must have exactly the keys 'low' and 'high', got {sorted(data)}")
+        try:
+            data = list(zip(data["low"], data["high"], strict=True))
+        except (TypeError, ValueError) as exc:
+            raise EarlBoError("--bounds: 'low' and 'high' must be lists of the same length") from exc
+    return check_pairs(data, name="--bounds")

@@ -39,8 +39,17 @@ def _check(opts) -> None:
 
 @dataclass(frozen=True)
 class OptimizeOptions(BaseOptions):
-    """Maximise one benchmark function with one method; writes result.json (queries, values, best so far)."""
+    """Optimise your own black box (--objective module:function --bounds bounds.json; minimised unless --maximize)
+    or maximise a benchmark function, with one method; writes result.json and queries.csv / queries.json (every
+    evaluation)."""
 
+    objective: str | None = None
+    """Your black box, module:function (importable from the working directory) or path/to/file.py:function; it takes
+    a 1-D numpy array x and returns a number. Needs --bounds; replaces --benchmark and --dim."""
+    bounds: str | None = None
+    """JSON file of the search box: [[low, high], ...] (one pair per dimension) or {"low": [...], "high": [...]}."""
+    maximize: bool = False
+    """Maximise --objective instead of minimising it (the benchmarks are always maximised)."""
     benchmark: Benchmark = "ackley"
     """Objective: ackley, levy, rosenbrock, hartmann, branin (botorch, negated), hpo-digits or hpo-wine (scikit-learn's bundled data)."""
     dim: int = 5
@@ -56,7 +65,49 @@ class OptimizeOptions(BaseOptions):
     """EARL-BO's agent (ignored by the baselines)."""
 
 
+def _user_objective(opts: OptimizeOptions) -> int:
+    import json
+
+    from earl_bo.bo import load_bounds, load_objective, minimize
+    from earl_bo.errors import EarlBoError
+
+    opts.agent.check()
+    if opts.bounds is None:
+        raise EarlBoError("--bounds is required with --objective (a JSON file: [[low, high], ...])")
+    if opts.n_init < 2:
+        raise EarlBoError(f"--n-init must be >= 2 (the GP needs 2 points), got {opts.n_init}")
+    if opts.budget < 1:
+        raise EarlBoError(f"--budget must be >= 1, got {opts.budget}")
+    from earl_bo.bo import METHODS
+
+    if opts.method not in METHODS:
+        raise EarlBoError(f"--method must be among {', '.join(METHODS)}, got {opts.method!r}")
+    bounds = load_bounds(opts.bounds)
+    f = load_objective(opts.objective)
+    rd = open_run_dir(METHOD.name, opts)
+    rd.write_config(asdict(opts))
+    rd.write_env(device="cpu")
+    r = minimize(f, bounds.T, n_init=opts.n_init, budget=opts.budget, method=opts.method, seed=opts.seed,
+                 options=opts.agent.kwargs() if opts.method.startswith("earl-bo") else None,
+                 log=rd.path / "queries.csv", maximize=opts.maximize)
+    rd.write_json("queries.json", r.log)
+    summary = {"objective": opts.objective, "direction": "maximize" if opts.maximize else "minimize",
+               "method": opts.method, "best": r.fun, "x_best": r.x.tolist(), "best_so_far": r.best.tolist(),
+               "X": r.X.tolist(), "y": r.y.tolist(), "seconds_per_query": r.seconds}
+    rd.write_json("result.json", summary)
+    if not opts.quiet:
+        print(json.dumps({k: summary[k] for k in ("objective", "direction", "method", "best", "x_best")}))
+        print(f"written to {rd.target}")
+    return 0
+
+
 def optimize_command(opts: OptimizeOptions) -> int:
+    if opts.objective is not None:
+        return _user_objective(opts)
+    if opts.bounds is not None:
+        from earl_bo.errors import EarlBoError
+
+        raise EarlBoError("--bounds needs --objective (the benchmarks have their own boxes)")
     _check(opts)
     import json
 

@@ -48,6 +48,8 @@ class AgentConfig:
     """GP-prior tasks of multi-task pre-training before the first real iteration (0 = none)."""
     warm_start: bool = True
     """Keep the agent from one real iteration to the next (fine-tuning) instead of a fresh agent each time."""
+    action: str = "box"
+    """Policy mean: box (a point of the box, the paper's wording) or incumbent (a step from the best point so far)."""
 
     def check(self, prefix: str = "--agent.") -> None:
         """Refuse bad settings, naming the flag (called by the commands; ``EARLBO`` checks its arguments too)."""
@@ -62,6 +64,10 @@ class AgentConfig:
         if self.off_policy_episodes > self.episodes:
             raise EarlBoError(f"{prefix}off-policy-episodes (E_off={self.off_policy_episodes}) must be <= {prefix}episodes "
                               f"(E={self.episodes})")
+        from earl_bo.ppo import ACTIONS
+
+        if self.action not in ACTIONS:
+            raise EarlBoError(f"{prefix}action must be one of {', '.join(ACTIONS)}, got {self.action!r}")
         if self.width % self.heads:
             raise EarlBoError(f"{prefix}width ({self.width}) must be divisible by {prefix}heads ({self.heads})")
 
@@ -76,9 +82,37 @@ def paper() -> AgentConfig:
 
 
 def cpu() -> AgentConfig:
-    """The CPU-scale agent of ``reproduce``: E = 24 episodes (E_off = 8), one pre-training task, learning rate 1e-3
-    (fewer gradient steps per real iteration than the paper's reading, so larger ones)."""
-    return replace(paper(), episodes=24, off_policy_episodes=8, pretrain_tasks=1, lr=1e-3)
+    """The CPU-scale agent of ``reproduce``: E = 24 episodes (E_off = 8), learning rate 1e-3 (fewer gradient steps
+    per real iteration than the paper's reading, so larger ones), the policy's mean a step from the incumbent
+    (``action="incumbent"``); ``reproduce`` pre-trains it until its validation regret plateaus
+    (:class:`PretrainConfig`), the CLI for ``pretrain_tasks = 8`` rounds."""
+    return replace(paper(), episodes=24, off_policy_episodes=8, pretrain_tasks=8, lr=1e-3, action="incumbent")
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """Multi-task pre-training of ``reproduce`` (:func:`earl_bo.pretrain.pretrain_until_plateau`): one GP-sampled
+    task per round, validation every ``eval_every`` rounds on held-out GP-sampled functions, stopped after
+    ``patience`` evaluations without improvement or after ``rounds``."""
+
+    rounds: int = 150
+    """Most training rounds (one task each: E imagined episodes, E / U updates)."""
+    eval_every: int = 10
+    """Rounds between two validation evaluations."""
+    patience: int = 3
+    """Evaluations without improvement that stop the pre-training (the best weights are kept)."""
+    min_delta: float = 0.0
+    """Smallest decrease of the validation regret that counts as an improvement."""
+    val_tasks: int = 8
+    """Held-out GP-sampled validation functions (the same for every seed)."""
+    val_queries: int = 20
+    """Queries of the mean policy on each validation function (the validation regret is measured after them)."""
+    val_seed: int = 123_457
+    """Seed of the validation functions (never a training task)."""
+
+    def __post_init__(self) -> None:
+        check_positive(self, "rounds", "eval_every", "patience", "val_tasks", "val_queries")
+        check_non_negative(self, "min_delta")
 
 
 GRIDS: dict[str, dict[str, tuple]] = {
@@ -100,27 +134,28 @@ class Config:
 
     seeds: int = 5
     """Seeds (each seed: its own initial design, agent and imagined episodes; the same for every method)."""
-    benchmarks: tuple[str, ...] = ("ackley-5", "levy-5", "ackley-10", "levy-10")
-    """Functions of the main comparison (name-dimension), on shifted boxes."""
+    benchmarks: tuple[str, ...] = ("ackley-10", "levy-10", "hartmann-6", "branin-2")
+    """Functions of the main comparison (name-dimension); Ackley, Levy and Rosenbrock on shifted boxes, Hartmann and
+    Branin on their standard boxes (their optima are not at the centre)."""
     methods: tuple[str, ...] = ("earl-bo", "sobol", "centre", "logei", "turbo")
     """Methods of the main comparison (EARL-BO first)."""
-    ablation: tuple[str, ...] = ("ackley-5", "levy-5")
+    ablation: tuple[str, ...] = ()
     """Functions of the ablations (H = 1, no TuRBO stage) and of the 2-step lookahead baseline (d <= 5)."""
     lookahead: tuple[str, ...] = ()
     """Further functions on which the 2-step lookahead baseline runs (without the ablations; d <= 5 only)."""
-    unshifted: tuple[str, ...] = ("ackley-5", "levy-5")
+    unshifted: tuple[str, ...] = ()
     """Functions also run on their standard (unshifted) box, where Ackley's optimum is the box centre."""
     unshifted_methods: tuple[str, ...] = ("earl-bo", "sobol", "centre")
     """Methods of the unshifted runs (EARL-BO first)."""
     init_per_dim: float = 1.0
     """Initial Sobol points per dimension (at least 4)."""
-    budget: int = 6
+    budget: int = 50
     """BO queries after the initial design (the same for every method, on validation and test functions)."""
     shift: float = 0.4
     """Random offset of each function's box per seed (fraction of its side, at most 0.4; the same for every method)."""
     tune: bool = True
     """Choose every method's free hyper-parameter on validation functions (:data:`GRIDS`); False: the grid's middle."""
-    val_functions: tuple[str, ...] = ("ackley-5", "levy-5")
+    val_functions: tuple[str, ...] = ("ackley-10", "levy-10")
     """Validation functions of the tuning (differently shifted boxes and initial designs than the test seeds)."""
     val_instances: int = 1
     """Validation instances per validation function (shift and design seeds ``val_seed + i``)."""
@@ -137,6 +172,8 @@ class Config:
     """E of the H = 1 agent trained on each fixed GP (one-step episodes are cheap)."""
     agent: AgentConfig = cpu()
     """The agent (EARL-BO's settings; ``lr`` is replaced by the validation choice when ``tune``)."""
+    pretrain: PretrainConfig = PretrainConfig()
+    """Multi-task pre-training of the agent (one agent per dimension and seed, before any real query)."""
     workers: int = 2
     """Worker processes of the benchmark jobs (one torch thread each)."""
 
@@ -152,17 +189,21 @@ class Config:
 
 
 BUDGETS = Budgets(
-    smoke=Config(seeds=1, benchmarks=("branin-2",), ablation=(), unshifted=(), budget=2, timing_dims=(),
-                 timing_iters=1, shift=0.0, tune=False, ei_gps=1, ei_episodes=8, workers=1,
-                 agent=replace(cpu(), episodes=4, off_policy_episodes=2, update_every=2, horizon=2, pretrain_tasks=1)),
-    quick=Config(seeds=3, benchmarks=("ackley-5",), ablation=(), unshifted=("ackley-5",), budget=3,
+    smoke=Config(seeds=1, benchmarks=("branin-2",), ablation=(), lookahead=(), unshifted=(), budget=2,
+                 timing_dims=(), timing_iters=1, shift=0.0, tune=False, ei_gps=1, ei_episodes=8, workers=1,
+                 agent=replace(cpu(), episodes=4, off_policy_episodes=2, update_every=2, horizon=2, pretrain_tasks=1),
+                 pretrain=PretrainConfig(rounds=2, eval_every=1, val_tasks=2, val_queries=3)),
+    quick=Config(seeds=3, benchmarks=("ackley-5",), ablation=(), lookahead=(), budget=10,
                  val_functions=("ackley-5",), timing_dims=(), timing_iters=1, ei_gps=3, ei_episodes=24,
-                 agent=replace(cpu(), episodes=16, off_policy_episodes=8)),
+                 agent=replace(cpu(), episodes=16, off_policy_episodes=8),
+                 pretrain=PretrainConfig(rounds=30, eval_every=5, patience=2, val_tasks=4, val_queries=10)),
     full=Config(),
 )
-"""The main run (``earl-bo reproduce``): tuning on validation functions, Ackley and Levy at d = 5, 10 (shifted),
-Ackley-5 and Levy-5 unshifted, the 2-step lookahead and the ablations on Ackley-5 and Levy-5, the H = 1 check,
-timing. ``--quick`` checks that everything runs (Ackley-5 only, 3 queries, no lookahead or ablations, no timing)."""
+"""The main run (``earl-bo reproduce``): multi-task pre-training of one agent per dimension and seed until its
+validation regret plateaus, tuning on validation functions, 50 queries on Ackley-10 and Levy-10 (shifted), Hartmann-6
+and Branin-2 (no 2-step lookahead: at d = 10 it does not fit the budget; it runs in the tuning task), the H = 1 check,
+timing. ``--quick`` checks that everything runs
+(Ackley-5 only, 10 queries, a short pre-training, no lookahead, no timing)."""
 
 HPO_BUDGETS = Budgets(
     smoke=replace(BUDGETS.smoke, benchmarks=("hpo-digits-5",), ablation=(), lookahead=(), budget=1, init_per_dim=1.0),

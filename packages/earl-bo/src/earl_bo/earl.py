@@ -10,8 +10,9 @@ At every real BO iteration ``k`` with data ``D_k``:
    round are simulated together as one batch);
 3. query ``x_{k+1} = unnormalize(sigmoid(mu(D_k)))``, the policy's mean action.
 
-The agent (encoder + actor + critic) is pre-trained once on GP environments drawn from a prior (multi-task
-pre-training, see :func:`prior_task`) and then fine-tuned on the problem, warm-started from one iteration to the next.
+The agent (encoder + actor + critic) is pre-trained once on GP-sampled tasks (multi-task pre-training,
+:mod:`earl_bo.pretrain`: a fixed number of rounds, or :meth:`EARLBO.pretrain_until_plateau` until its validation
+regret stops improving) and then fine-tuned on the problem, warm-started from one iteration to the next.
 """
 
 from __future__ import annotations
@@ -138,7 +139,8 @@ class EARLBO:
                  update_every: int = 8, seed: int = 0, width: int = 64, heads: int = 4, blocks: int = 1,
                  lr: float = 3e-4, clip: float = 0.2, epochs: int = 4, gae_lambda: float = 0.95,
                  vf_coef: float = 0.5, ent_coef: float = 0.0, min_std: float = 0.05, awr_beta: float = 1.0,
-                 turbo_candidates: int = 256, pretrain_tasks: int = 4, warm_start: bool = True) -> None:
+                 turbo_candidates: int = 256, pretrain_tasks: int = 4, warm_start: bool = True,
+                 init_state: dict | None = None, action: str = "box") -> None:
         self.bounds = check_bounds(bounds)
         self.dim = self.bounds.shape[1]
         for name, v in (("horizon", horizon), ("episodes", episodes), ("update_every", update_every),
@@ -161,7 +163,11 @@ class EARLBO:
             raise EarlBoError(f"width ({width}) must be divisible by heads ({heads})")
         self.horizon, self.episodes, self.off_policy_episodes = int(horizon), int(episodes), int(off_policy_episodes)
         self.update_every, self.seed = int(update_every), int(seed)
-        self.net_kw = dict(dim=self.dim, width=width, heads=heads, blocks=blocks, min_std=min_std)
+        from earl_bo.ppo import ACTIONS
+
+        if action not in ACTIONS:
+            raise EarlBoError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
+        self.net_kw = dict(dim=self.dim, width=width, heads=heads, blocks=blocks, min_std=min_std, action=action)
         self.lr, self.clip, self.epochs, self.gae_lambda = lr, clip, int(epochs), gae_lambda
         self.vf_coef, self.ent_coef, self.awr_beta = vf_coef, ent_coef, awr_beta
         self.turbo_candidates, self.pretrain_tasks, self.warm_start = int(turbo_candidates), int(pretrain_tasks), warm_start
@@ -174,6 +180,9 @@ class EARLBO:
         self.logs: list[TrainLog] = []
         self.last_model = None
         self.episode_kinds: list[str] = []  # "turbo" / "policy" per imagined episode of the last iteration
+        self.init_state = init_state
+        if init_state is not None:
+            self.load(init_state)
 
     # ------------------------------------------------------------------ agent
     def _new_agent(self) -> None:
@@ -182,18 +191,46 @@ class EARLBO:
             self.agent = ActorCritic(**self.net_kw)
         self.opt = torch.optim.Adam(self.agent.parameters(), lr=self.lr)
 
+    def state(self) -> dict:
+        """The agent's weights and optimiser state (``init_state`` of another :class:`EARLBO` of the same d)."""
+        if self.agent is None:
+            self._new_agent()
+        return {"agent": self.agent.state_dict(), "opt": self.opt.state_dict()}
+
+    def load(self, state: dict) -> None:
+        """Load :meth:`state` (a pre-trained agent: no further pre-training before the first query)."""
+        self._new_agent()
+        try:
+            self.agent.load_state_dict(state["agent"])
+        except (KeyError, RuntimeError) as exc:
+            raise EarlBoError(f"init_state does not fit this agent (d={self.dim}, width, heads, blocks): {exc}") from exc
+        if "opt" in state:
+            self.opt.load_state_dict(state["opt"])
+            for g in self.opt.param_groups:
+                g["lr"] = self.lr
+        self.pretrained = True
+
     def pretrain(self, *, tasks: int | None = None, n_points: int | None = None) -> None:
-        """Multi-task pre-training: train on ``tasks`` GP environments drawn from the prior (:func:`prior_task`),
-        each with ``n_points`` (default ``2 d + 2``) points."""
+        """Multi-task pre-training for a fixed number of rounds: one GP-sampled task each
+        (:func:`earl_bo.pretrain.sample_task`, BO-like data sets of up to ``n_points``, default ``3 d + 4``)."""
+        from earl_bo.pretrain import sample_task
+
         if self.agent is None:
             self._new_agent()
         tasks = self.pretrain_tasks if tasks is None else tasks
-        n = n_points or (2 * self.dim + 2)
+        n_init = max(4, self.dim)
+        n = max(n_points or (3 * self.dim + 4), n_init)
         for _ in range(tasks):
-            x, y, hyper = prior_task(self.dim, n=n, generator=self.gen)
-            state = TurboState(dim=self.dim)
-            self.train_on(x, y, hyper, turbo_length=state.length)
+            x, y, hyper, length = sample_task(self.dim, n_init=n_init, n_max=n, generator=self.gen)
+            self.train_on(x, y, hyper, turbo_length=length)
         self.pretrained = True
+
+    def pretrain_until_plateau(self, **kw):
+        """Multi-task pre-training until the validation regret plateaus (:func:`earl_bo.pretrain.pretrain_until_plateau`,
+        its keywords); returns the validation :class:`icml25.train.Curve`."""
+        from earl_bo.pretrain import pretrain_until_plateau
+
+        return pretrain_until_plateau(self, **kw)
 
     # ------------------------------------------------------------------ one rollout batch
     @torch.no_grad()
@@ -315,8 +352,11 @@ class EARLBO:
         model, hyper = fit_gp(xu, ys)
         self.last_model = model
         if self.agent is None or not self.warm_start:
-            self._new_agent()
-            self.pretrained = False
+            if self.init_state is not None:
+                self.load(self.init_state)
+            else:
+                self._new_agent()
+                self.pretrained = False
         if not self.pretrained and self.pretrain_tasks > 0:
             self.pretrain()
         self.logs.append(self.train_on(xu, ys, hyper, turbo_length=self.turbo.length))

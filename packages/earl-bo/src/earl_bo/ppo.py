@@ -21,25 +21,40 @@ from torch import nn
 from earl_bo.encoder import SetEncoder
 
 _EPS = 1e-4
+ACTIONS = ("box", "incumbent")
+"""Parametrisations of the policy's mean (:class:`ActorCritic`)."""
 
 
 class ActorCritic(nn.Module):
     """Encoder + Gaussian actor head + value head; ``forward(x, y, mask, steps_left) -> (mu [B, d], log_std [d],
-    value [B])``."""
+    value [B])``.
+
+    ``action="box"``: ``mu = actor(z)``, an absolute point of the box (its untrained mean is near the box centre);
+    ``action="incumbent"``: ``mu = logit(x*) + actor(z)`` with ``x*`` the incumbent of the set, so the actor learns
+    a step from the best point so far (a trust-region-like parametrisation; the action is still any point of the box).
+    """
 
     def __init__(self, *, dim: int, width: int = 64, heads: int = 4, blocks: int = 1, min_std: float = 0.05,
-                 init_std: float = 0.5) -> None:
+                 init_std: float = 0.5, action: str = "box") -> None:
         super().__init__()
         self.encoder = SetEncoder(dim=dim, width=width, heads=heads, blocks=blocks)
         self.actor = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.Linear(width, dim))
         self.critic = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.Linear(width, 1))
         self.log_std = nn.Parameter(torch.full((dim,), math.log(init_std)))
         self.min_log_std = math.log(min_std)
+        if action not in ACTIONS:
+            raise ValueError(f"action must be one of {ACTIONS}, got {action!r}")
+        self.action = action
 
     def forward(self, x, y, mask=None, steps_left=None):
         z = self.encoder(x, y, mask, steps_left)
         log_std = self.log_std.clamp_min(self.min_log_std)
-        return self.actor(z), log_std, self.critic(z).squeeze(-1)
+        mu = self.actor(z)
+        if self.action == "incumbent":
+            yy = y if mask is None else y.masked_fill(~mask, float("-inf"))
+            best = x[torch.arange(x.shape[0]), yy.argmax(-1)]  # [B, d] the incumbent of each set
+            mu = mu + unsquash(best)
+        return mu, log_std, self.critic(z).squeeze(-1)
 
     @staticmethod
     def log_prob(u: torch.Tensor, mu: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
