@@ -27,9 +27,12 @@ def test_train_then_evaluate(tmp_path):
     assert (out / "model" / "model.safetensors").exists() and (out / "metrics.jsonl").exists()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["episodes"] == 30
-    res = run_cli(main, ["evaluate", "--run", str(out), "--episodes", "2", "--module", "sac"])
+    res = run_cli(main, ["evaluate", "--run", str(out), "--episodes", "2", "--module", "sac", "--out",
+                         str(tmp_path / "ev")])
     assert res.returncode == 0, res.stderr
     assert "mean_return" in res.stdout
+    ev = json.loads((tmp_path / "ev" / "evaluation.json").read_text())  # --out is honoured
+    assert ev["episodes"] == 2 and ev["module"] == "sac" and (tmp_path / "ev" / "config.json").exists()
 
 
 def test_bad_input_is_a_clean_error(tmp_path):

@@ -34,9 +34,10 @@ def test_cli_end_to_end(tmp_path):
     assert r.returncode == 2 and "layer 'nope'" in r.stderr and not (tmp_path / "r4").exists()
     r = run_cli(main, ["predict", "--model", str(run), "--grid", "12", "--output", str(tmp_path / "g.h5ad"), "--quiet"])
     assert r.returncode == 0, r.stderr
-    r = run_cli(main, ["evaluate", "--model", str(run), "--quiet"])
+    r = run_cli(main, ["evaluate", "--model", str(run), "--out", str(tmp_path / "ev"), "--quiet"])
     assert r.returncode == 0, r.stderr
-    assert "masked_cosine" in json.loads((run / "evaluation.json").read_text())
+    assert "masked_cosine" in json.loads((tmp_path / "ev" / "evaluation.json").read_text())  # --out is honoured
+    assert (tmp_path / "ev" / "config.json").exists() and not (run / "evaluation.json").exists()
     # bad input -> "error: ..." and exit code 2
     r = run_cli(main, ["fit", "--data", str(tmp_path / "missing.h5ad"), "--out", str(tmp_path / "r2"), "--quiet"])
     assert r.returncode == 2 and "error" in r.stderr

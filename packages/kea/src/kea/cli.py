@@ -49,7 +49,8 @@ class TrainConfig(BaseOptions):
 
 @dataclass(frozen=True)
 class EvaluateConfig(BaseOptions):
-    """Evaluate a trained agent (a ``kea train`` run directory) with greedy actions."""
+    """Evaluate a trained agent (a ``kea train`` run directory) with greedy actions; written to evaluation.json in
+    --out."""
 
     run: Path = Path("runs/kea/latest")
     """Run directory written by ``kea train``."""
@@ -74,11 +75,22 @@ def _agent_kwargs(cfg: TrainConfig) -> dict:
     return kw
 
 
+def _make_env(task: str, *, size: int, seed: int, what: str = "--task"):
+    """``kea.experiment.make_env``; a task whose simulator is not installed (MuJoCo for sparse-reacher) is a clean
+    error naming ``what`` and the extra to install."""
+    from kea.errors import KEAError
+    from kea.experiment import make_env
+
+    try:
+        return make_env(task, size=size, seed=seed)
+    except ImportError as exc:
+        raise KEAError(f"{what} {task!r}: {exc}") from None
+
+
 def train(cfg: TrainConfig) -> int:
     from icml25.errors import check_non_negative, check_positive
     from icml25.seeding import seed_everything
 
-    from kea.experiment import make_env
     from kea.variants import make_agent
 
     check_positive(cfg, "steps", "train_freq", "gradient_steps", "hidden", "batch_size", prefix="--")
@@ -89,10 +101,10 @@ def train(cfg: TrainConfig) -> int:
     if cfg.size < 2:
         raise ValueError(f"--size must be >= 2, got {cfg.size}")
     seed_everything(cfg.seed)
+    env = _make_env(cfg.task, size=cfg.size, seed=cfg.seed)  # before the run folder: MuJoCo may be missing
     rd = open_run_dir("kea", cfg)
     rd.write_config(cfg)
     rd.write_env(device="cpu")
-    env = make_env(cfg.task, size=cfg.size, seed=cfg.seed)
     kw = _agent_kwargs(cfg)
     if cfg.task == "deepsea" and "beta_e" not in kw:
         kw["beta_e"] = float(cfg.size)
@@ -118,24 +130,31 @@ def evaluate(cfg: EvaluateConfig) -> int:
     import json
 
     from kea.agent import KEA
-    from kea.experiment import greedy_return, make_env
+    from kea.experiment import greedy_return
 
     model = Path(cfg.run) / "model"
     if not (model / "model_config.json").exists():
         raise FileNotFoundError(f"{str(model)!r} has no model_config.json; pass --run DIR of a `kea train` run")
     if cfg.episodes <= 0:
-        raise ValueError(f"episodes must be > 0, got {cfg.episodes}")
+        raise ValueError(f"--episodes must be > 0, got {cfg.episodes}")
     from icml25.errors import UserInputError, read_json
 
     env_cfg = read_json(model / "model_config.json", what="--run config", required=("env",))["env"]
     if not isinstance(env_cfg, dict) or any(k not in env_cfg for k in ("task", "size", "seed")):
         raise UserInputError(f"{str(model / 'model_config.json')!r}: 'env' must hold the keys task, size, seed")
-    env = make_env(env_cfg["task"], size=env_cfg["size"], seed=env_cfg["seed"])
+    what = f"--run {str(model / 'model_config.json')!r}: env task"
+    env = _make_env(env_cfg["task"], size=env_cfg["size"], seed=env_cfg["seed"], what=what)
     agent = KEA.load(model, env)
-    ret = greedy_return(agent, make_env(env_cfg["task"], size=env_cfg["size"], seed=cfg.seed),
+    ret = greedy_return(agent, _make_env(env_cfg["task"], size=env_cfg["size"], seed=cfg.seed, what=what),
                         module=cfg.module, episodes=cfg.episodes)
+    res = {"mean_return": ret, "episodes": cfg.episodes, "module": cfg.module}
+    rd = open_run_dir("kea", cfg)  # --out was checked before the work (method_main)
+    rd.write_config(cfg)
+    rd.write_env(device="cpu")
+    rd.write_json("evaluation.json", res)
     if not cfg.quiet:
-        print(json.dumps({"mean_return": ret, "episodes": cfg.episodes, "module": cfg.module}))
+        print(json.dumps(res))
+        print(f"written to {rd.target}")
     return 0
 
 

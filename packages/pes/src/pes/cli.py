@@ -23,7 +23,8 @@ class TrainOptions(BaseOptions):
 
 @dataclass(frozen=True)
 class EvaluateOptions(BaseOptions):
-    """Evaluate the deterministic policy of a ``pes train`` run (exact J_D on LQR, Monte Carlo otherwise)."""
+    """Evaluate the deterministic policy of a ``pes train`` run (exact J_D on LQR, Monte Carlo otherwise); written to
+    evaluation.json in --out."""
 
     run: Path = Path("runs/pes/latest")
     """Run directory written by ``pes train`` (holds policy.json)."""
@@ -83,21 +84,32 @@ def train_command(opts: TrainOptions) -> int:
 def evaluate_command(opts: EvaluateOptions) -> int:
     import json
 
+    from icml25.cli_helpers import open_run_dir
     from icml25.errors import check_positive, read_json
 
     from pes.algorithms import evaluate
     from pes.envs import make_env
+    from pes.errors import PesError
 
-    check_positive(opts, "episodes")
-    pol = read_json(Path(opts.run) / "policy.json", what="policy file of a `pes train` run",
-                    required=("env", "horizon", "gamma", "theta"))
-    env = make_env(pol["env"], horizon=pol["horizon"], gamma=pol["gamma"])
-    res = evaluate(env, env.check_theta(pol["theta"]), episodes=opts.episodes, seed=opts.seed)
+    check_positive(opts, "episodes", prefix="--")
+    path = Path(opts.run) / "policy.json"
+    pol = read_json(path, what="--run policy file of a `pes train` run", required=("env", "horizon", "gamma", "theta"))
+    try:
+        env = make_env(pol["env"], horizon=pol["horizon"], gamma=pol["gamma"])
+        theta = env.check_theta(pol["theta"])
+    except (ValueError, TypeError) as exc:
+        raise PesError(f"--run {str(path)!r}: {exc}") from None
+    res = evaluate(env, theta, episodes=opts.episodes, seed=opts.seed)
     if hasattr(env, "optimal_return"):
         res["J_D_optimal"] = env.optimal_return()
         res["deterministic_gap"] = res["J_D_optimal"] - res["J_D"]
+    rd = open_run_dir(METHOD.name, opts)  # --out was checked before the work (method_main)
+    rd.write_config(asdict(opts))
+    rd.write_env(device="cpu")
+    rd.write_json("evaluation.json", res)
     if not opts.quiet:
         print(json.dumps(res))
+        print(f"written to {rd.target}")
     return 0
 
 

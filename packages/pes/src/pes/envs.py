@@ -352,9 +352,16 @@ class GymTask:
         self.gamma = check_gamma(gamma)
         self.kwargs = kwargs
         env = make_gym_env(env_id, **kwargs)
-        self.state_dim = int(np.prod(env.observation_space.shape))
-        self.action_dim = int(np.prod(env.action_space.shape))
+        import gymnasium as gym
+
+        spaces = (env.observation_space, env.action_space)
         env.close()
+        if not all(isinstance(sp, gym.spaces.Box) for sp in spaces):  # a = K s needs vectors in and out
+            raise PesError(f"environment {env_id!r}: a linear policy a = K s needs continuous (Box) observation and "
+                           f"action spaces, got {type(spaces[0]).__name__} observations and "
+                           f"{type(spaces[1]).__name__} actions")
+        self.state_dim = int(np.prod(spaces[0].shape))
+        self.action_dim = int(np.prod(spaces[1].shape))
         self._vec: Any = None
         self._vec_n = 0
 

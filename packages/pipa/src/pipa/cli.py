@@ -8,14 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import BaseOptions, CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from pipa.registry import METHOD
 
 
 @dataclass(frozen=True)
-class MakeDataConfig(CommonOptions):
-    """Train (or load from cache) the noisy-scratchpad prior p⁰ and write labelled preference data as JSONL."""
+class MakeDataConfig(BaseOptions):
+    """Train (or load from cache) the noisy-scratchpad prior p⁰ and write labelled preference data as JSONL (on the
+    CPU: the prior is a tiny LM, so there is no --device)."""
 
     n_prompts: int = 400
     """Prompts to sample completions for."""
@@ -57,8 +58,9 @@ class TrainConfig(CommonOptions):
 
 
 @dataclass(frozen=True)
-class EvaluateConfig(CommonOptions):
-    """Held-out greedy accuracy of a trained PIPA model (and of its prior)."""
+class EvaluateConfig(BaseOptions):
+    """Held-out greedy accuracy of a trained PIPA model (and of its prior), on the CPU (no --device); written to
+    evaluation.json in --out."""
 
     model: Path = Path("runs/pipa/model")
     """Folder written by `pipa train` (lm/ + value_head.safetensors)."""
@@ -70,15 +72,19 @@ class EvaluateConfig(CommonOptions):
     """With --prior testbed: SFT steps of the prior."""
 
 
+def _check_prior_spec(spec: str) -> None:
+    if spec != "testbed" and not Path(spec).is_dir():
+        raise ValueError(f"--prior must be 'testbed' or an existing local model folder, got {spec!r} "
+                         "(hub ids are not loaded here: download the model first)")
+
+
 def _prior(spec: str, prior_steps: int):
+    _check_prior_spec(spec)
     if spec == "testbed":
         from pipa.data import noisy_prior
 
         return noisy_prior(steps=prior_steps, seed=0)
     path = Path(spec)
-    if not path.is_dir():
-        raise ValueError(f"--prior must be 'testbed' or an existing local model folder, got {spec!r} "
-                         "(hub ids are not loaded here: download the model first)")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     return (AutoModelForCausalLM.from_pretrained(path, local_files_only=True),
@@ -140,6 +146,11 @@ def _check_prior_steps(spec: str, prior_steps: int) -> None:
 
 def make_data(cfg: MakeDataConfig) -> int:
     from icml25.errors import check_non_negative, check_positive
+
+    check_positive(cfg, "n_prompts", "k", "prior_steps", prefix="--")  # before the heavy imports (torch, transformers)
+    check_non_negative(cfg, "step_error", prefix="--")
+    if cfg.step_error > 1:
+        raise ValueError(f"--step-error must be a probability in [0, 1], got {cfg.step_error}")
     from icml25.testbeds import lm
 
     from pipa.data import (
@@ -153,10 +164,6 @@ def make_data(cfg: MakeDataConfig) -> int:
         unpaired_rows,
     )
 
-    check_positive(cfg, "n_prompts", "k", "prior_steps", prefix="--")
-    check_non_negative(cfg, "step_error", prefix="--")
-    if cfg.step_error > 1:
-        raise ValueError(f"--step-error must be a probability in [0, 1], got {cfg.step_error}")
     rd = open_run_dir("pipa", cfg)
     rd.write_config(cfg)
     prior, tok = noisy_prior(steps=cfg.prior_steps, seed=0, step_error=cfg.step_error)
@@ -184,6 +191,7 @@ def train(cfg: TrainConfig) -> int:
     check_positive(cfg, "lr", integer=False, prefix="--")
     check_non_negative(cfg, "lora_r", prefix="--")
     _check_prior_steps(cfg.prior, cfg.prior_steps)
+    _check_prior_spec(cfg.prior)
     rows = read_rows(cfg.data)  # all inputs are checked before the heavy imports (trl, transformers)
 
     from icml25.seeding import seed_everything
@@ -230,18 +238,19 @@ def train(cfg: TrainConfig) -> int:
 
 
 def evaluate(cfg: EvaluateConfig) -> int:
+    if cfg.n_prompts < 1:  # before the heavy imports (torch, transformers)
+        raise ValueError(f"--n-prompts must be an integer >= 1, got {cfg.n_prompts}")
+    _check_prior_steps(cfg.prior, cfg.prior_steps)
+    _check_prior_spec(cfg.prior)
     from icml25.testbeds import lm
 
     from pipa.evaluate import greedy_accuracy
     from pipa.model import ValueHeadModel
 
-    if cfg.n_prompts < 1:
-        raise ValueError(f"--n-prompts must be an integer >= 1, got {cfg.n_prompts}")
-    _check_prior_steps(cfg.prior, cfg.prior_steps)
-    rd = open_run_dir("pipa", cfg)
-    rd.write_config(cfg)
     model = ValueHeadModel.load(cfg.model)
     prior, tok = _prior(cfg.prior, cfg.prior_steps)
+    rd = open_run_dir("pipa", cfg)
+    rd.write_config(cfg)
     prompts = [e.prompt for e in lm.make_examples("add_scratchpad", cfg.n_prompts, seed=20_000 + cfg.seed, split="test")]
     res = {"accuracy": greedy_accuracy(model, tok, prompts), "prior_accuracy": greedy_accuracy(prior, tok, prompts),
            "n_prompts": cfg.n_prompts}

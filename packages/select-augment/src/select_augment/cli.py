@@ -44,7 +44,8 @@ class TrainOptions(BaseOptions):
 
 @dataclass(frozen=True)
 class EvaluateOptions(BaseOptions):
-    """Evaluate a trained model (a ``select-augment train`` run directory) on freshly generated clean shapes."""
+    """Evaluate a trained model (a ``select-augment train`` run directory) on freshly generated clean shapes; written to
+    evaluation.json in --out."""
 
     run: Path = Path("runs/select-augment/latest")
     """Run directory written by ``select-augment train``."""
@@ -165,7 +166,7 @@ def train_command(opts: TrainOptions) -> int:
 def evaluate_command(opts: EvaluateOptions) -> int:
     import json
 
-    from icml25.checkpoint import load_model
+    from icml25.checkpoint import load_config, load_model
     from icml25.errors import check_positive, read_json
 
     from select_augment.data import shapes
@@ -180,12 +181,18 @@ def evaluate_command(opts: EvaluateOptions) -> int:
     if cfg["dataset"] != "shapes":
         raise SelectAugmentError("evaluate generates shapes; the run was trained on "
                                  f"{cfg['dataset']!r} (its results.json holds the test accuracy)")
+    load_config(model_dir, required=("num_classes", "width", "downsample"))  # names the file and the missing keys
     model = load_model(model_dir, lambda c: SmallCNN(c["num_classes"], width=c["width"],
                                                      downsample=c["downsample"]))
     te = shapes(opts.n_test, seed=opts.seed, split="test")
-    acc = accuracy(model, te.images, te.labels)
+    res = {"test_accuracy": accuracy(model, te.images, te.labels), "n_test": opts.n_test}
+    rd = open_run_dir(METHOD.name, opts)  # --out was checked before the work (method_main)
+    rd.write_config(asdict(opts))
+    rd.write_env(device="cpu")
+    rd.write_json("evaluation.json", res)
     if not opts.quiet:
-        print(json.dumps({"test_accuracy": acc, "n_test": opts.n_test}))
+        print(json.dumps(res))
+        print(f"written to {rd.target}")
     return 0
 
 

@@ -6,20 +6,25 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir
+import tyro
+from icml25.cli_helpers import BaseOptions, CommonOptions, ReproduceOptions, method_main, open_run_dir
 
 from suica.config import SUICAConfig
 from suica.registry import METHOD
 
 
 @dataclass(frozen=True)
-class SimulateConfig(CommonOptions):
-    """Write a synthetic tissue with ground truth (true rate in layers["rate"], domains in obs["domain"])."""
+class SimulateConfig(BaseOptions):
+    """Write a synthetic tissue with ground truth (true rate in layers["rate"], domains in obs["domain"]).
 
+    Runs on the CPU (numpy) and writes one file, --output: there is no --device, --out or --overwrite."""
+
+    out: Annotated[Path | None, tyro.conf.Suppress] = None
+    overwrite: Annotated[bool, tyro.conf.Suppress] = False
     output: Path = Path("tissue.h5ad")
-    """Output .h5ad file."""
+    """Output .h5ad file (replaced if it exists)."""
     n_spots: int = 2000
     """Number of spots (hex layouts round it)."""
     n_genes: int = 500
@@ -73,12 +78,16 @@ class SuicaReproduceOptions(ReproduceOptions):
 
 @dataclass(frozen=True)
 class PredictConfig(CommonOptions):
-    """Predict expression with a fitted model on a dense grid (super-resolution) or at given coordinates."""
+    """Predict expression with a fitted model on a dense grid (super-resolution) or at given coordinates.
 
+    Writes one file, --output: there is no --out or --overwrite."""
+
+    out: Annotated[Path | None, tyro.conf.Suppress] = None
+    overwrite: Annotated[bool, tyro.conf.Suppress] = False
     model: Path = Path("runs/suica/model")
     """Run directory written by `suica fit`."""
     output: Path = Path("prediction.h5ad")
-    """Output .h5ad file."""
+    """Output .h5ad file (replaced if it exists)."""
     grid: int = 200
     """Grid resolution per axis (used when --coords is not given)."""
     coords: Path | None = None
@@ -91,7 +100,8 @@ class PredictConfig(CommonOptions):
 
 @dataclass(frozen=True)
 class EvaluateConfig(CommonOptions):
-    """Evaluate a fitted model on the held-out spots of its data (obs[split] == "test")."""
+    """Evaluate a fitted model on the held-out spots of its data (obs[split] == "test"); writes config.json, env.json
+    and evaluation.json to --out."""
 
     model: Path = Path("runs/suica/model")
     """Run directory written by `suica fit`."""
@@ -274,33 +284,42 @@ def evaluate(cfg: EvaluateConfig) -> int:
 
     from suica.data import dense, read_h5ad
     from suica.estimator import SUICA
+    from suica.errors import SUICAInputError
     from suica.metrics import MetricAccumulator
 
     _threads()
     model = SUICA.load(cfg.model, device=cfg.device)
     if cfg.data is not None:
         a = read_h5ad(cfg.data, what="--data")
+        where = f"--data {str(cfg.data)!r}"
     else:
         a = read_h5ad(cfg.model / "data.h5ad", what="--model")
+        where = f"--model {str(cfg.model / 'data.h5ad')!r}"
         _, te = _split(a, "split")
         if len(te) == 0:
             raise ValueError("the model's data has no held-out spots (obs['split'] == 'test'); pass --data")
         a = a[te]
+    _check_all_coords(a, where)  # obsm["spatial"] present, finite
+    coords = np.asarray(a.obsm["spatial"])
+    if coords.ndim != 2 or coords.shape[1] != model.frame.dim:
+        raise SUICAInputError(f'{where}: obsm["spatial"] must be (n_spots, {model.frame.dim}) like the training data, '
+                              f"got {coords.shape}")
     missing = [g for g in model.var_names if g not in set(a.var_names)]
     if missing:
-        raise ValueError(f"--data lacks {len(missing)} of the model's genes (e.g. {missing[:3]})")
+        raise SUICAInputError(f"{where} lacks {len(missing)} of the model's genes (e.g. {missing[:3]})")
     truth = a[:, model.var_names].X  # dense or sparse: read CHUNK spots at a time, never densified as a whole
-    coords = np.asarray(a.obsm["spatial"])
     acc = MetricAccumulator()
     for s in range(0, a.n_obs, CHUNK):
         pred = model.predict(coords[s:s + CHUNK], allow_extrapolation=cfg.allow_extrapolation).X
         acc.update(pred, dense(truth[s:s + CHUNK]))
     res = acc.result()
+    rd = open_run_dir("suica", cfg)  # --out was checked before the work (method_main)
+    rd.write_config(cfg)
+    rd.write_env(device=cfg.device)
+    rd.write_json("evaluation.json", res)
     if not cfg.quiet:
         print(json.dumps(res, indent=2))
-    from icml25.io import atomic_write_json
-
-    atomic_write_json(Path(cfg.model) / "evaluation.json", res)
+        print(f"written to {rd.target}")
     return 0
 
 
