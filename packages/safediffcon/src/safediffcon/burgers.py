@@ -100,6 +100,23 @@ def simulate(u0: torch.Tensor, f: torch.Tensor, *, nu: float = 0.01, dt: float =
     return (traj, smax) if substep_max else traj
 
 
+def advance(u: torch.Tensor, fk: torch.Tensor, *, nu: float = 0.01, dt: float = 1e-3) -> torch.Tensor:
+    """One control interval (``1 / (10 dt)`` Euler steps of :func:`simulate`) from ``u [N, nx]`` under the constant
+    force ``fk [N, nx]``: ``simulate(u, f)[:, 1]`` with ``f[:, 0] = fk``, without integrating the other intervals
+    (closed-loop controllers step interval by interval)."""
+    nx = u.shape[-1]
+    check_solver(nx, nu=nu, dt=dt)
+    m = steps_per_frame(dt)
+    dx = 1.0 / (nx + 1)
+    a, b = dt / (4 * dx), nu * dt / dx**2
+    g = dt * fk
+    for _ in range(m):
+        p = F.pad(u, (1, 1))  # [N, nx + 2], zero ghost nodes (Dirichlet)
+        left, right = p[:, :-2], p[:, 2:]
+        u = u - a * (right.square() - left.square()) + b * (right - 2 * u + left) + g
+    return u
+
+
 def simulate_loop(u0: torch.Tensor, f: torch.Tensor, *, nu: float = 0.01, dt: float = 1e-3) -> torch.Tensor:
     """Reference: :func:`simulate` one trajectory at a time (the per-trajectory loop the batched solver replaces)."""
     return torch.cat([simulate(u0[i:i + 1], f[i:i + 1], nu=nu, dt=dt) for i in range(u0.shape[0])], dim=0)

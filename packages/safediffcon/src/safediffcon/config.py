@@ -20,10 +20,10 @@ class Config:
     """SafeDiffCon on 1D Burgers: data, model, conformal calibration, post-training, inference, baselines."""
 
     # ---- PDE and data
-    nx: int = 32
-    """Interior grid points (official 128; dx = 1/(nx+1))."""
-    dt: float = 2e-3
-    """Explicit Euler step (official 1e-4); 1/dt must be a multiple of 10 and nu*dt/dx^2 <= 0.5."""
+    nx: int = 64
+    """Interior grid points (official 128, the note's coarse grid 64; dx = 1/(nx+1))."""
+    dt: float = 1e-3
+    """Explicit Euler step (official 1e-4, coarse grid 1e-3); 1/dt must be a multiple of 10 and nu*dt/dx^2 <= 0.5."""
     nu: float = 0.01
     """Viscosity."""
     u_bound: float = 0.8
@@ -55,8 +55,12 @@ class Config:
     """DDIM sampling steps (official 200); must not exceed timesteps."""
     eta: float = 1.0
     """DDIM eta (official 1.0)."""
-    pretrain_steps: int = 1000
-    """Pretraining steps (official 200k)."""
+    pretrain_steps: int = 3000
+    """Largest number of pretraining steps (official 200k); pretraining stops earlier at a validation plateau."""
+    pretrain_eval_every: int = 250
+    """Pretraining is validated every this many steps (J + R_s of unguided controls on the validation split)."""
+    pretrain_patience: int = 3
+    """Pretraining stops after this many validations in a row without a new best (the best weights are kept)."""
     batch_size: int = 32
     """Batch size of pretraining and post-training."""
     pretrain_lr: float = 2e-3
@@ -96,6 +100,10 @@ class Config:
     """Largest decay of the released EMA (infft_ema)."""
     ema_update_every: int = 10
     """The released EMA acts on every ema_update_every-th update call (infft_ema)."""
+    ess_floor: float = 0.02
+    """Gate floor of the post-training weights' effective sample size, as a fraction of the training set (the
+    released setting has about 5% at Q = 0.2 and 11% at Q = 0): below it post-training fits a handful of
+    trajectories and does not adapt the model."""
     # ---- baselines and tuning
     adjoint_iters: int = 30
     """Adam iterations of the adjoint (direct optimisation) baseline."""
@@ -110,6 +118,9 @@ class Config:
     about 500x the per-entry push of the channel estimate; same size as guidance_grid)."""
     mu_grid: tuple[float, ...] = (1.0, 10.0, 100.0)
     """mu values the adjoint is tuned over on the validation split (same size as guidance_grid)."""
+    feedback_grid: tuple[float, ...] = (1.0, 3.0, 10.0)
+    """Gains K of the proportional feedback controller f_k = K (u_d - u(t_k)), tuned on the validation split (same
+    size as guidance_grid; K = 10 is dead-beat for du/dt = f)."""
     tune_extend: int = 3
     """A choice at the edge of its grid gets up to this many more grid steps in that direction (icml25.tuning)."""
     few_seeds: int = 3
@@ -127,7 +138,7 @@ class Config:
 
     def __post_init__(self) -> None:
         check_positive(self, "nx", "n_train", "n_cal", "n_holdout", "n_val", "n_test", "dim", "timesteps",
-                       "ddim_steps", "pretrain_steps", "batch_size", "post_epochs", "post_steps", "adjoint_iters",
+                       "ddim_steps", "pretrain_steps", "pretrain_eval_every", "pretrain_patience", "batch_size", "post_epochs", "post_steps", "adjoint_iters",
                        "speed_trajectories", "seeds")
         check_positive(self, "dt", "nu", "u_bound", "train_amp", "eval_amp", "scaler", "pretrain_lr", "post_lr",
                        "infft_lr", "adjoint_lr", integer=False)
@@ -145,11 +156,17 @@ class Config:
             raise SafediffconError(f"nx={self.nx} must be divisible by 2^(len(mults)-1)")
         if any(m < 0 or not math.isfinite(m) for m in (*self.adjoint_mus, *self.mu_grid)):
             raise SafediffconError("adjoint_mus and mu_grid must be finite numbers >= 0")
+        if any(k < 0 or not math.isfinite(k) for k in self.feedback_grid):
+            raise SafediffconError("feedback_grid must hold finite gains >= 0")
+        if not (math.isfinite(self.ess_floor) and 0 <= self.ess_floor <= 1):
+            raise SafediffconError(f"ess_floor must be in [0, 1], got {self.ess_floor!r}")
         for name in ("guidance_grid", "state_guidance_grid"):
             if any(g < 0 or not math.isfinite(g) for g in getattr(self, name)):
                 raise SafediffconError(f"{name} must hold finite numbers >= 0")
-        if not len(self.guidance_grid) == len(self.state_guidance_grid) == len(self.mu_grid):
-            raise SafediffconError("guidance_grid, state_guidance_grid and mu_grid must have the same size "
+        if not len(self.guidance_grid) == len(self.state_guidance_grid) == len(self.mu_grid) == len(
+                self.feedback_grid):
+            raise SafediffconError("guidance_grid, state_guidance_grid, mu_grid and feedback_grid must have the same "
+                                   "size "
                                    "(methods are tuned alike)")
         r = self.nu * self.dt * (self.nx + 1) ** 2
         if r > 0.5:
@@ -175,20 +192,26 @@ def paper() -> Config:
 
 
 def coarse() -> Config:
-    """The note's coarse grid (nx 64, dt 1e-3) with the CPU-scale model; about twice the cost of ``cpu()`` per step."""
+    """The note's coarse grid (nx 64, dt 1e-3) with the CPU-scale model: the settings of the full run."""
     return Config(nx=64, dt=1e-3)
 
 
+def official_grid() -> Config:
+    """The official grid (nx 128, dt 1e-4: 10,000 Euler steps) with the CPU-scale model (a sub-run)."""
+    return Config(nx=128, dt=1e-4)
+
+
 def cpu() -> Config:
-    """Our CPU-scale settings (the full reproduce run)."""
+    """Our CPU-scale settings (the full reproduce run, on the note's coarse grid nx 64, dt 1e-3)."""
     return Config()
 
 
 BUDGETS = Budgets(
     smoke=replace(cpu(), nx=16, mults=(1, 2), n_train=64, n_cal=60, n_holdout=20, n_val=8, n_test=8, dim=4,
-                  timesteps=20, ddim_steps=3, pretrain_steps=5, post_epochs=1, post_steps=3, infft_iters=1,
-                  adjoint_iters=3, speed_trajectories=2, seeds=1, alpha=0.9, guidance_grid=(500.0,),
-                  state_guidance_grid=(1.0,), mu_grid=(100.0,), adjoint_mus=(0.0, 100.0), few_seeds=1),
+                  timesteps=20, ddim_steps=3, pretrain_steps=5, pretrain_eval_every=5, post_epochs=1, post_steps=3,
+                  infft_iters=1, adjoint_iters=3, speed_trajectories=2, seeds=1, alpha=0.9, guidance_grid=(500.0,),
+                  state_guidance_grid=(1.0,), mu_grid=(100.0,), feedback_grid=(3.0,), adjoint_mus=(0.0, 100.0),
+                  few_seeds=1, dt=2e-3),
     quick=replace(cpu(), n_train=1000, n_cal=60, n_holdout=40, n_test=24, n_val=12, pretrain_steps=160,
                   post_steps=20, adjoint_iters=12, speed_trajectories=16, seeds=3, few_seeds=1, mask_row=False,
                   options_all_seeds=False),

@@ -85,6 +85,7 @@ class SafeDiffCon:
         self.Q = 0.0
         self.last_calibration: dict | None = None
         self.history: dict[str, list] = {"pretrain_loss": [], "post_train_Q": [], "infft_Q": [], "infft_loss": []}
+        self.pretrain_curve = None
         self._gen = torch.Generator().manual_seed(seed + 12345)
 
     def clone(self) -> SafeDiffCon:
@@ -125,10 +126,52 @@ class SafeDiffCon:
         self.net.eval()
         return losses
 
-    def pretrain(self, data: BurgersData, *, steps: int = 2000, batch_size: int = 64, lr: float = 2e-3) -> list[float]:
-        """DDPM pretraining on ``data`` (plain loss; Adam(W) with 5% warm-up and a cosine decay)."""
+    def pretrain(self, data: BurgersData, *, steps: int = 2000, batch_size: int = 64, lr: float = 2e-3,
+                 evaluate=None, eval_every: int = 250, patience: int = 3) -> list[float]:
+        """DDPM pretraining on ``data`` (plain loss; Adam(W) with 5% warm-up and a cosine decay over ``steps``).
+
+        With ``evaluate`` (a callable ``model -> validation score``, lower is better) training stops at a
+        validation plateau (:func:`icml25.train.train_until_plateau`: ``patience`` evaluations every
+        ``eval_every`` steps without a new best) and the best weights are restored; the curve is left in
+        ``self.pretrain_curve``.
+        """
         self._check_data(data, "training data")
-        losses = self._fit(data, steps=steps, batch_size=batch_size, lr=lr, weight_decay=0.0, warmup=0.05)
+        if evaluate is None:
+            losses = self._fit(data, steps=steps, batch_size=batch_size, lr=lr, weight_decay=0.0, warmup=0.05)
+            self.history["pretrain_loss"] += losses
+            return losses
+        from icml25.train import train_until_plateau
+
+        x0 = to_image(data.u, data.f, scaler=self.scaler, s_rows=self.diffusion.s_rows)
+        opt = torch.optim.AdamW(self.net.parameters(), lr=lr, weight_decay=0.0)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(steps, 0.05))
+        losses: list[float] = []
+        best: dict = {}
+
+        def step(_i: int) -> None:
+            self.net.train()
+            idx = torch.randint(0, len(data), (batch_size,), generator=self._gen)
+            loss = self.diffusion.loss(x0[idx], generator=self._gen)
+            if not torch.isfinite(loss):
+                raise SafediffconError(f"non-finite training loss at step {len(losses)}; lower the learning rate")
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.net.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+
+        def validate() -> float:
+            self.net.eval()
+            return float(evaluate(self))
+
+        def keep(_step: int, _value: float) -> None:
+            best["state"] = {k: v.detach().clone() for k, v in self.net.state_dict().items()}
+
+        self.pretrain_curve = train_until_plateau(step, validate, max_steps=steps, eval_every=eval_every,
+                                                  patience=patience, higher_is_better=False, on_improve=keep)
+        self.net.load_state_dict(best["state"])
+        self.net.eval()
         self.history["pretrain_loss"] += losses
         return losses
 
@@ -136,6 +179,13 @@ class SafeDiffCon:
         """Normalised post-training weights ``w_hat = n w / sum w``, ``w = exp(-lambda max(s + Q - s0, 0))``."""
         w = relative_safety_weights(np.asarray(s, dtype=np.float64), Qs=(Q,), s0=self.s0, lam=self.weight_lambda)
         return normalise(w)
+
+    @staticmethod
+    def effective_sample_size(w: np.ndarray) -> float:
+        """Kish's effective sample size ``(sum w)^2 / sum w^2`` of weights ``w [n]``: n for uniform weights, 1 when
+        one point holds all the weight."""
+        w = np.asarray(w, dtype=np.float64)
+        return float(w.sum() ** 2 / np.square(w).sum())
 
     def post_train(self, data: BurgersData, cal: BurgersData, *, epochs: int = 2, steps_per_epoch: int = 200,
                    batch_size: int = 64, lr: float = 1e-4, weight_decay: float = 1e-4) -> list[float]:
@@ -153,9 +203,20 @@ class SafeDiffCon:
         def on_epoch(_ep: int) -> None:
             qs.append(self.calibrate(cal, Q_prev=self.Q))
 
+        ess: list[float] = []
+
+        def weights() -> np.ndarray:  # called at the start of every epoch, at the Q of the last calibration
+            w = self.train_weights(s, self.Q)
+            ess.append(self.effective_sample_size(w))
+            return w
+
+        before = torch.cat([p.detach().flatten().clone() for p in self.net.parameters()])
         self._fit(data, steps=steps_per_epoch, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-                  warmup=0.05, weights_fn=lambda: self.train_weights(s, self.Q), on_epoch=on_epoch, epochs=epochs)
+                  warmup=0.05, weights_fn=weights, on_epoch=on_epoch, epochs=epochs)
+        after = torch.cat([p.detach().flatten() for p in self.net.parameters()])
         self.history["post_train_Q"] += qs
+        self.history["post_train_ess"] = ess
+        self.history["post_train_param_change"] = [float((after - before).norm() / before.norm())]
         return qs
 
     # ------------------------------------------------------------------ conformal calibration
