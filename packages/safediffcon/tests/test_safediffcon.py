@@ -482,3 +482,64 @@ def test_readme_quickstart_runs():
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     block = re.search(r"```python\n(.*?)```", text, re.S).group(1)
     exec(compile(block, "README quickstart", "exec"), {})
+
+
+# ---------------------------------------------------------------- trivial controls, post-training weights, plateau
+def test_advance_is_one_interval_of_simulate():
+    from safediffcon.burgers import advance
+
+    u0, f = _u0(), _f()
+    u = simulate(u0, f, dt=2e-3)
+    torch.testing.assert_close(advance(u0, f[:, 0], dt=2e-3), u[:, 1], rtol=0, atol=0)
+    torch.testing.assert_close(advance(u[:, 4], f[:, 4], dt=2e-3), u[:, 5], rtol=0, atol=0)
+    assert not torch.equal(advance(u0, f[:, 1], dt=2e-3), u[:, 1])  # negative control: another interval's force
+
+
+def test_proportional_control_is_closed_loop_and_zero_gain_is_the_zero_control():
+    from safediffcon.feedback import proportional_control
+
+    kw = dict(nu=0.01, dt=2e-3)
+    d = make_split(6, 32, amp=0.7, safe_only=True, seed=3, **kw)
+    f0 = proportional_control(d.u0, d.u_target, gain=0.0, **kw)
+    assert f0.shape == (6, 10, 32) and torch.count_nonzero(f0) == 0
+    k = 3.0
+    f = proportional_control(d.u0, d.u_target, gain=k, **kw)
+    u = simulate(d.u0, f, **kw)  # re-simulating the open-loop equivalent reproduces the closed loop
+    torch.testing.assert_close(f, k * (d.u_target[:, None] - u[:, :-1]), rtol=1e-5, atol=1e-6)
+    j = lambda g: float(control_objective(simulate(d.u0, g, **kw), d.u_target).mean())  # noqa: E731
+    assert j(f) < 0.25 * j(f0)  # feedback pulls the final state to the target; f = 0 does not
+    with pytest.raises(SafediffconError, match="gain"):
+        proportional_control(d.u0, d.u_target, gain=-1.0, **kw)
+
+
+def test_effective_sample_size_and_post_training_records_it():
+    ess = SafeDiffCon.effective_sample_size
+    assert ess(np.ones(50)) == pytest.approx(50)
+    assert ess(np.r_[1.0, np.zeros(49)]) == pytest.approx(1.0)
+    assert ess(np.r_[np.ones(10), np.zeros(40)]) == pytest.approx(10)
+    m = _tiny()
+    train = make_split(32, 16, nu=0.01, dt=2e-3, amp=1.0, seed=0)
+    cal = make_split(20, 16, nu=0.01, dt=2e-3, amp=0.7, safe_only=True, seed=1)
+    m.pretrain(train, steps=2, batch_size=8)
+    m.post_train(train, cal, epochs=2, steps_per_epoch=2, batch_size=8)
+    e = m.history["post_train_ess"]
+    safe = int((train.s <= m.s0).sum())
+    assert len(e) == 2 and e[0] == pytest.approx(safe, rel=1e-3)  # Q = 0, lambda 2500: the safe ones, weight 1
+    assert m.history["post_train_param_change"][0] > 0
+
+
+def test_pretrain_stops_at_a_validation_plateau_and_keeps_the_best_weights():
+    m = _tiny()
+    train = make_split(32, 16, nu=0.01, dt=2e-3, amp=1.0, seed=0)
+    scores = iter([3.0, 1.0, 2.0, 2.0, 2.0, 0.5])
+    snaps = []
+
+    def evaluate(model):
+        snaps.append(torch.cat([p.detach().flatten().clone() for p in model.net.parameters()]))
+        return next(scores)
+
+    m.pretrain(train, steps=12, batch_size=8, evaluate=evaluate, eval_every=2, patience=3)
+    c = m.pretrain_curve
+    assert c.stopped_by == "plateau" and c.steps == [2, 4, 6, 8, 10] and c.best == 1.0
+    now = torch.cat([p.detach().flatten() for p in m.net.parameters()])
+    assert torch.equal(now, snaps[1]) and not torch.equal(now, snaps[-1])  # the best (step 4), not the last
