@@ -1,0 +1,25 @@
+"""Side-by-side reproduction of SafeDiffCon's Burgers claims: a list of experiments.
+
+``safe_control``: one pretrained diffusion model per run (the shared starting checkpoint of every diffusion method,
+as in the paper's pipeline); per seed, fresh calibration / held-out / test instances, post-training, InfFT,
+sampling and the adjoint baseline; every control is re-simulated with the true solver. ``speed``: the engineering
+targets of the issue (batched solver vs a per-trajectory loop, guided vs unguided sampling).
+"""
+
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from icml25.claims import Report
+from icml25.experiment import run_experiments
+
+from safediffcon.config import BUDGETS
+from safediffcon.reproduce.safe_control import safe_control
+from safediffcon.reproduce.speed import speed
+
+EXPERIMENTS = [safe_control, speed]
+
+
+def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
+    return run_experiments("safediffcon", EXPERIMENTS, BUDGETS, quick=quick, smoke=smoke, out=out, seed=seed)
