@@ -370,11 +370,13 @@ def test_cli_bad_input_exits_2_and_writes_nothing(argv, needle, tmp_path, capsys
 
 
 # ---------------------------------------------------------------- README
-def test_readme_quickstart_runs():
+def test_readme_quickstart_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the quickstart writes its query log to the working directory
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
     assert blocks, "README has no python block"
     exec(compile(blocks[0], "README.md", "exec"), {})
+    assert (tmp_path / "queries.csv").read_text().count("\n") == 7  # header + 4 design points + 2 queries
 
 
 def test_objectives_known_optimum_and_shifted_box():

@@ -155,7 +155,7 @@ class Config:
     """Random offset of each function's box per seed (fraction of its side, at most 0.4; the same for every method)."""
     tune: bool = True
     """Choose every method's free hyper-parameter on validation functions (:data:`GRIDS`); False: the grid's middle."""
-    val_functions: tuple[str, ...] = ("ackley-10", "levy-10")
+    val_functions: tuple[str, ...] = ("levy-10",)
     """Validation functions of the tuning (differently shifted boxes and initial designs than the test seeds)."""
     val_instances: int = 1
     """Validation instances per validation function (shift and design seeds ``val_seed + i``)."""
