@@ -218,3 +218,12 @@ BUDGETS = Budgets(
                   options_all_seeds=False),
     full=replace(cpu(), seeds=6),
 )
+
+BUDGETS_NX128 = Budgets(
+    smoke=BUDGETS.smoke,
+    quick=replace(BUDGETS.quick, nx=128),
+    full=replace(official_grid(), dt=1e-3, seeds=5, options_all_seeds=False, few_seeds=1, mask_row=False),
+)
+"""The nx-128 sub-run (``reproduce --task nx128``): the official grid with the CPU-scale model, dt 1e-3 (stable:
+nu dt / dx^2 = 0.17) instead of the official 1e-4 (ten times the solver cost)."""
+
