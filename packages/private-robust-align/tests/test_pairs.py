@@ -68,9 +68,10 @@ def test_privatize_pairs_cli(tmp_path, capsys):
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["n"] == 50 and abs(cfg["flip_rate"] - flip_rate(0.5)) < 1e-12
     # bad input: one error line naming the field, exit 2, nothing written
-    for argv, needle in ((["--epsilon", "0"], "--epsilon"), (["--data", str(tmp_path / "nope.jsonl")], "no such file")):
+    for argv, needle in ((["--data", str(data), "--epsilon", "0"], "--epsilon"),
+                         (["--data", str(tmp_path / "nope.jsonl")], "no such file")):  # each option given once
         target = tmp_path / f"bad{len(needle)}"
-        args = ["privatize-pairs", "--data", str(data), "--out", str(target), "--quiet", *argv]
+        args = ["privatize-pairs", "--out", str(target), "--quiet", *argv]
         assert main(args) == 2
         assert needle in capsys.readouterr().err
         assert not target.exists()

@@ -81,13 +81,22 @@ def load_model(path_or_id: str, *, attn_implementation: str = "sdpa") -> Any:
     from icml25.hub import hub_kwargs, model_kwargs
     from transformers import AutoModelForCausalLM
 
-    kw = {"local_files_only": True} if Path(path_or_id).exists() else hub_kwargs()  # offline: fail in seconds
+    local = Path(path_or_id)
+    if local.exists() and not local.is_dir():
+        raise AttnConsensusError(f"--model {path_or_id!r} is a file; pass a model folder (config.json + weights), "
+                                 "'tiny', 'tiny-trained' or a hub id")
+    kw = {"local_files_only": True} if local.exists() else hub_kwargs()  # offline: fail in seconds
     try:
         model = AutoModelForCausalLM.from_pretrained(path_or_id, torch_dtype=torch.float32,
                                                      attn_implementation=attn_implementation, **model_kwargs(kw))
     except OSError as exc:
         raise AttnConsensusError(f"--model {path_or_id!r}: cannot load it ({exc.__class__.__name__}: "
                                  f"{str(exc).splitlines()[0][:200]}); pass a local folder or go online") from None
+    except Exception as exc:  # a config without model_type (ValueError), corrupt weights (SafetensorError), ...
+        if not local.exists() or not (isinstance(exc, ValueError) or type(exc).__name__ == "SafetensorError"):
+            raise
+        raise AttnConsensusError(f"--model {path_or_id!r} is not a loadable GPT-2 / GPT-Neo folder "
+                                 f"({exc.__class__.__name__}: {str(exc).splitlines()[0][:200]})") from None
     return model.eval()
 
 

@@ -46,14 +46,33 @@ def _stream(tasks: Path | None, cfg: Config, seed: int):
     from lcia.data import default_stream, load_jsonl_stream
 
     if tasks is not None:
-        return load_jsonl_stream(tasks)
+        try:
+            return load_jsonl_stream(tasks)
+        except UnicodeDecodeError:
+            raise LciaError(f"--tasks {str(tasks)!r} is not a UTF-8 text (JSONL) file") from None
+        except LciaError as exc:
+            raise LciaError(f"--tasks: {exc}") from None
     return default_stream(cfg.n_train, seed=seed, n_eval=cfg.n_eval, tasks=list(cfg.tasks))
 
 
 def _base(model: str, cfg: Config, quiet: bool):
     from lcia.continual import load_base, tiny_base
 
-    return tiny_base(cfg, progress=not quiet) if model == "tiny" else load_base(model)
+    if model == "tiny":
+        return tiny_base(cfg, progress=not quiet)
+    if Path(model).exists() and not Path(model).is_dir():
+        raise LciaError(f"--model {model!r} is a file; pass a model folder (config.json, tokenizer, weights), "
+                        "'tiny' or a hub id")
+    try:
+        return load_base(model)
+    except LciaError as exc:
+        raise LciaError(f"--model: {exc}") from None
+    except Exception as exc:  # a local folder that is not a model: tokenizer/config ValueError, corrupt weights
+        if not Path(model).is_dir() or not (isinstance(exc, ValueError) or type(exc).__name__ == "SafetensorError"):
+            raise
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise LciaError(f"--model {model!r} is not a loadable causal-LM folder (config.json, tokenizer, weights): "
+                        f"{type(exc).__name__}: {why[:200]}") from None
 
 
 def train_command(opts: TrainOptions) -> int:

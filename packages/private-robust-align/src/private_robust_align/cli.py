@@ -81,7 +81,10 @@ def privatize_pairs(opts: PrivatizePairsOptions) -> int:
 
     rho = flip_rate(check_epsilon(opts.epsilon, "--epsilon"))
     check_out(opts)
-    rows = load_pairs(opts.data)
+    try:
+        rows = load_pairs(opts.data)
+    except UnicodeDecodeError:
+        raise ValueError(f"--data {str(opts.data)!r} is not a UTF-8 text (.jsonl / .json) file") from None
     released, _ = rr_swap_pairs(rows, epsilon=opts.epsilon, rng=np.random.default_rng(opts.seed))
     rd = open_run_dir(METHOD.name, opts)
     rd.write_config({**asdict(opts), "data": str(opts.data), "out": str(opts.out), "flip_rate": rho, "n": len(rows)})
@@ -97,22 +100,42 @@ def privatize_pairs(opts: PrivatizePairsOptions) -> int:
 
 
 def _load_data(path: Path):
+    """x, z and every array of a ``--data`` .npz; each error names the flag and the file."""
+    import zipfile
+    import zlib
+
     import numpy as np
 
     from private_robust_align.errors import PrivateRobustAlignError, check_features, check_labels
 
+    where = f"--data {str(path)!r}"
     if not path.exists():
-        raise PrivateRobustAlignError(f"--data {str(path)!r}: no such file")
+        raise PrivateRobustAlignError(f"{where}: no such file")
+    if not path.is_file():
+        raise PrivateRobustAlignError(f"{where} is not a file")
+    with path.open("rb") as fh:
+        if fh.read(4) != b"PK\x03\x04":
+            raise PrivateRobustAlignError(f"{where} is not a .npz archive (no zip header); expected the data.npz "
+                                          "written by `simulate` or numpy.savez(x=..., z=...)")
     try:
         with np.load(path, allow_pickle=False) as f:
             arrays = {k: f[k] for k in f.files}
-    except (ValueError, OSError) as exc:
-        raise PrivateRobustAlignError(f"--data {str(path)!r} is not a numeric .npz file ({exc})") from None
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise PrivateRobustAlignError(f"{where}: a truncated or corrupt .npz archive, or object arrays "
+                                      f"({why})") from None
     missing = [k for k in ("x", "z") if k not in arrays]
     if missing:
-        raise PrivateRobustAlignError(f"--data {str(path)!r} lacks the array(s) {missing} (expected x [n, d], z [n])")
-    x = check_features(arrays["x"], "x")
-    z = check_labels(arrays["z"], n=x.shape[0], name="z")
+        raise PrivateRobustAlignError(f"{where} lacks the array(s) {missing} (expected x [n, d], z [n])")
+    try:
+        x = check_features(arrays["x"], "x")
+        z = check_labels(arrays["z"], n=x.shape[0], name="z")
+    except PrivateRobustAlignError as exc:
+        raise PrivateRobustAlignError(f"{where}: {exc}") from None
+    if "epsilon" in arrays:
+        e = arrays["epsilon"]
+        if e.size != 1 or not (np.issubdtype(e.dtype, np.floating) or np.issubdtype(e.dtype, np.integer)):
+            raise PrivateRobustAlignError(f"{where}: 'epsilon' must be one number, got {e.dtype} {e.shape}")
     return x, z, arrays
 
 
@@ -153,12 +176,18 @@ def fit(opts: FitOptions) -> int:
     from private_robust_align.orders import privatize_and_corrupt
 
     est_cfg = opts.estimator.validate()
+    if opts.epsilon is not None:
+        check_epsilon(opts.epsilon, "--epsilon")
     if opts.data is not None:
         x, z, arrays = _load_data(Path(opts.data))
         theta_star = arrays.get("theta_star")
-        eps = opts.epsilon if opts.epsilon is not None else (
-            float(arrays["epsilon"]) if "epsilon" in arrays else None)
-        if eps is None:
+        if opts.epsilon is not None:
+            eps = opts.epsilon
+        elif "epsilon" in arrays:
+            eps = float(arrays["epsilon"].reshape(()))
+            if not eps > 0:
+                raise ValueError(f"--data {str(opts.data)!r}: its 'epsilon' must be > 0 (inf = no privacy), got {eps}")
+        else:
             raise ValueError("epsilon: pass --epsilon (the data file has no `epsilon` entry)")
     else:
         s = opts.sim.validate()
@@ -167,7 +196,7 @@ def fit(opts: FitOptions) -> int:
         eps = opts.epsilon if opts.epsilon is not None else s.epsilon
         z = privatize_and_corrupt(d.x, d.y, order=s.order, epsilon=eps, alpha=s.alphas, seed=opts.seed,
                                   adversary=s.adversary, theta_star=d.theta_star).z
-    eps = check_epsilon(eps)
+    eps = check_epsilon(eps, "--epsilon")
     est = DebiasedLogistic(epsilon=eps, radius=est_cfg.radius, l2=est_cfg.l2).fit(x, z)
     naive = DebiasedLogistic(epsilon=eps, radius=est_cfg.radius, l2=est_cfg.l2, debias=False).fit(x, z)
     res = {"theta": est.theta_.tolist(), "epsilon": eps if math.isfinite(eps) else "inf",

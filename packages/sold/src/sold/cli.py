@@ -119,6 +119,18 @@ def _env_meta(env) -> dict:
     return {"image_size": int(env.observation_space.shape[0]), "action_dim": int(env.action_space.shape[0])}
 
 
+def _from_dict(cls, d, where: str, key: str):
+    """``cls(**d)`` for a config section read from a run folder; a wrong section names the file and the key."""
+    from sold.errors import SoldError
+
+    if not isinstance(d, dict):
+        raise SoldError(f"{where}: {key!r} must be a JSON object of {cls.__name__} fields, got {type(d).__name__}")
+    try:
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+    except TypeError as exc:  # an unknown or missing field
+        raise SoldError(f"{where}: {key!r} does not fit {cls.__name__} ({exc})") from None
+
+
 def _build_ae(conf: dict):
     from sold.agent import build_holistic_ae, build_savi
 
@@ -132,6 +144,12 @@ def _load_ae(folder: Path):
     from icml25.checkpoint import load_config, load_model
 
     conf = load_config(folder, required=["ae", "representation", "image_size", "action_dim"])
+    where = str(Path(folder) / "model_config.json")
+    _from_dict(AutoencoderConfig, conf["ae"], where, "ae")  # checked before anything is built
+    if conf["representation"] not in ("slots", "holistic"):
+        from sold.errors import SoldError
+
+        raise SoldError(f"{where}: 'representation' must be 'slots' or 'holistic', got {conf['representation']!r}")
     return load_model(folder, lambda _: _build_ae(conf)), conf
 
 
@@ -219,15 +237,18 @@ def evaluate_command(opts: EvaluateOptions) -> int:
     check_positive(opts, "episodes", prefix="--")
     meta = read_json(opts.run / "agent_config.json", what="agent config",
                      required=["agent", "env", "ae", "representation"])
-    ae, _ = _load_ae(opts.run / "model")
+    where = str(opts.run / "agent_config.json")
+    agent_cfg = _from_dict(AgentConfig, meta["agent"], where, "agent")
+    ae_cfg = _from_dict(AutoencoderConfig, meta["ae"], where, "ae")
     if isinstance(meta["env"], dict):  # runs written before --env took a gymnasium id
-        env_id, scene = DEFAULT_ENV, EnvConfig(**meta["env"])
+        env_id, scene = DEFAULT_ENV, _from_dict(EnvConfig, meta["env"], where, "env")
+    elif isinstance(meta["env"], str):
+        env_id, scene = meta["env"], _from_dict(EnvConfig, meta.get("scene", {}), where, "scene")
     else:
-        env_id, scene = meta["env"], EnvConfig(**meta.get("scene", {}))
-    agent = SOLD(make_env(env_id, scene), config=AgentConfig(**{k: tuple(v) if isinstance(v, list) else v
-                                                     for k, v in meta["agent"].items()}),
-                 ae_config=AutoencoderConfig(**meta["ae"]), autoencoder=ae, representation=meta["representation"],
-                 seed=opts.seed)
+        raise SoldError(f"{where}: 'env' must be a gymnasium id, got {meta['env']!r}")
+    ae, _ = _load_ae(opts.run / "model")
+    agent = SOLD(make_env(env_id, scene), config=agent_cfg, ae_config=ae_cfg, autoencoder=ae,
+                 representation=meta["representation"], seed=opts.seed)
     state = load_tensors(opts.run / "agent.safetensors")
     world = {k[len("world."):]: v for k, v in state.items() if k.startswith("world.")}
     learner = {k[len("learner."):]: v for k, v in state.items() if k.startswith("learner.")}
