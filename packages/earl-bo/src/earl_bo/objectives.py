@@ -71,7 +71,8 @@ def make_objective(name: str, dim: int, *, shift: float = 0.0, seed: int = 0) ->
         with torch.no_grad():
             return float(fn(torch.as_tensor(np.asarray(x, dtype=np.float64)).reshape(1, -1))[0])
 
-    return Objective(name=f"{name}-{dim}", f=f, bounds=bounds, optimum=-float(fn.optimal_value))
+    # with negate=True botorch already reports the optimum of the negated (maximised) function
+    return Objective(name=f"{name}-{dim}", f=f, bounds=bounds, optimum=float(fn.optimal_value))
 
 
 HPO_SPACE = (
