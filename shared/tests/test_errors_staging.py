@@ -226,3 +226,44 @@ def test_rundir_carry_all_finished_subruns_by_default(tmp_path):
     assert rd.carry([]) == []  # explicit empty list: nothing (negative control)
     rd.commit()
     assert sorted(p.name for p in target.iterdir()) == ["ablation", "sub"]
+
+
+class _PkgError(UserInputError):
+    pass
+
+
+def test_read_npy_and_npz_name_the_flag_and_the_file(tmp_path):
+    import numpy as np
+    from icml25.errors import read_npy, read_npz
+
+    good = tmp_path / "a.npy"
+    np.save(good, np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(read_npy(good, what="--input"), np.arange(6.0).reshape(2, 3))
+    arch = tmp_path / "d.npz"
+    np.savez(arch, x=np.ones((2, 2)), z=np.zeros(2))
+    assert set(read_npz(arch, what="--data")) == {"x", "z"}
+    assert list(read_npz(arch, what="--data", keys=("z",))) == ["z"]
+    text = tmp_path / "t.npy"
+    text.write_text("1 2 3\n")
+    trunc = tmp_path / "tr.npy"
+    trunc.write_bytes(good.read_bytes()[:-8])
+    obj = tmp_path / "o.npy"
+    np.save(obj, np.array(["a", "b"]))
+    cases = [
+        (lambda: read_npy(tmp_path / "none.npy", what="--input", error=_PkgError), "no such file"),
+        (lambda: read_npy(text, what="--input", error=_PkgError), "no NumPy header"),
+        (lambda: read_npy(trunc, what="--input", error=_PkgError), "truncated or corrupt"),
+        (lambda: read_npy(obj, what="--input", error=_PkgError), "numeric"),
+        (lambda: read_npz(text, what="--data", error=_PkgError, hint="the data.npz of simulate"), "simulate"),
+        (lambda: read_npz(arch, what="--data", keys=("x", "w"), error=_PkgError), "['w']"),
+        (lambda: read_npz(tmp_path, what="--data", error=_PkgError), "is not a file"),
+    ]
+    for call, needle in cases:
+        with pytest.raises(_PkgError) as info:
+            call()
+        msg = str(info.value)
+        assert needle in msg and ("--input" in msg or "--data" in msg), msg
+    trunc_z = tmp_path / "tr.npz"
+    trunc_z.write_bytes(arch.read_bytes()[:40])
+    with pytest.raises(_PkgError, match="truncated or corrupt .npz"):
+        read_npz(trunc_z, what="--data", error=_PkgError)

@@ -8,6 +8,8 @@ translated by :func:`user_message` into one line that names the file or the fiel
 Readers for a user's files::
 
     cfg = read_json(path, what="--config", required=("task", "gnn"))  # names the file and the missing key
+    x = read_npy(path, what="--input", error=MyPackageError)           # text / truncated / object arrays refused
+    d = read_npz(path, what="--data", keys=("x", "z"), error=MyPackageError, hint="the data.npz of `simulate`")
 """
 
 from __future__ import annotations
@@ -75,6 +77,84 @@ def require_hdf5(path: str | Path, *, what: str = "file") -> Path:
             offset = 512 if offset == 0 else offset * 2
     raise UserInputError(f"{what} {str(p)!r} is not an HDF5 file (no HDF5 signature); expected {p.suffix or '.h5'} "
                          "written by h5py/anndata")
+
+
+_NPY_MAGIC, _ZIP_MAGIC = b"\x93NUMPY", b"PK\x03\x04"
+
+
+def _user_file(p: Path, what: str, error: type[Exception], hint: str) -> None:
+    if not p.exists():
+        raise error(f"{what} {str(p)!r}: no such file" + (f" ({hint})" if hint else ""))
+    if not p.is_file():
+        raise error(f"{what} {str(p)!r} is not a file")
+
+
+def _why(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _numeric(a: Any) -> bool:
+    import numpy as np
+
+    return bool(np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.bool_))
+
+
+def read_npy(path: str | Path, *, what: str = "file", error: type[Exception] = UserInputError,
+             hint: str = "") -> Any:
+    """A numeric array from a user's ``.npy`` file (no pickles). A missing file, one without the NumPy header
+    (e.g. a text file), a truncated or corrupt one and a non-numeric array each raise ``error`` (a
+    :class:`UserInputError` subclass, the package's own) naming ``what`` (the flag) and the file."""
+    import numpy as np
+
+    p = Path(path)
+    _user_file(p, what, error, hint)
+    with p.open("rb") as fh:
+        if fh.read(6) != _NPY_MAGIC:
+            raise error(f"{what} {str(p)!r} is not a .npy array file (no NumPy header; write it with numpy.save)")
+    try:
+        a = np.load(p, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise error(f"{what} {str(p)!r}: a truncated or corrupt .npy file, or an object array "
+                    f"(not read: {_why(exc)})") from None
+    if not _numeric(a):
+        raise error(f"{what} {str(p)!r}: expected a numeric array, got dtype {a.dtype}")
+    return a
+
+
+def read_npz(path: str | Path, *, what: str = "file", keys: Iterable[str] | None = None,
+             error: type[Exception] = UserInputError, hint: str = "", numeric: bool = True) -> dict[str, Any]:
+    """The arrays of a user's ``.npz`` archive (``keys``, or every array when ``None``; no pickles), read into
+    memory. Errors as :func:`read_npy`, plus the missing keys by name; ``hint`` says how such a file is written."""
+    import zipfile
+    import zlib
+
+    import numpy as np
+
+    p = Path(path)
+    _user_file(p, what, error, hint)
+    want = None if keys is None else list(keys)
+    with p.open("rb") as fh:
+        if fh.read(4) != _ZIP_MAGIC:
+            raise error(f"{what} {str(p)!r} is not a .npz archive (no zip header)"
+                        + (f"; expected {hint}" if hint else (f"; write it with numpy.savez holding {want}"
+                                                               if want else "")))
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            names = z.files if want is None else want
+            missing = [k for k in names if k not in z.files]
+            if missing:
+                raise error(f"{what} {str(p)!r} lacks the arrays {missing} (needs {names})")
+            arrays = {k: z[k] for k in names}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        if isinstance(exc, error):
+            raise
+        raise error(f"{what} {str(p)!r}: a truncated or corrupt .npz archive, or object arrays "
+                    f"(not read: {_why(exc)})") from None
+    if numeric:
+        for k, a in arrays.items():
+            if not _numeric(a):
+                raise error(f"{what} {str(p)!r}: array {k!r} must be numeric, got dtype {a.dtype}")
+    return arrays
 
 
 def user_message(exc: BaseException) -> str | None:

@@ -101,29 +101,14 @@ def privatize_pairs(opts: PrivatizePairsOptions) -> int:
 
 def _load_data(path: Path):
     """x, z and every array of a ``--data`` .npz; each error names the flag and the file."""
-    import zipfile
-    import zlib
-
     import numpy as np
+    from icml25.errors import read_npz
 
     from private_robust_align.errors import PrivateRobustAlignError, check_features, check_labels
 
     where = f"--data {str(path)!r}"
-    if not path.exists():
-        raise PrivateRobustAlignError(f"{where}: no such file")
-    if not path.is_file():
-        raise PrivateRobustAlignError(f"{where} is not a file")
-    with path.open("rb") as fh:
-        if fh.read(4) != b"PK\x03\x04":
-            raise PrivateRobustAlignError(f"{where} is not a .npz archive (no zip header); expected the data.npz "
-                                          "written by `simulate` or numpy.savez(x=..., z=...)")
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            arrays = {k: f[k] for k in f.files}
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise PrivateRobustAlignError(f"{where}: a truncated or corrupt .npz archive, or object arrays "
-                                      f"({why})") from None
+    arrays = read_npz(path, what="--data", error=PrivateRobustAlignError, numeric=False,
+                      hint="the data.npz written by `simulate` or numpy.savez(x=..., z=...)")
     missing = [k for k in ("x", "z") if k not in arrays]
     if missing:
         raise PrivateRobustAlignError(f"{where} lacks the array(s) {missing} (expected x [n, d], z [n])")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Literal
 
 from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, reproduce_command
@@ -78,7 +77,14 @@ def _check_shape(shape: tuple[int, ...]) -> None:
 def _load_problem(opts: CompleteOptions):
     import numpy as np
 
-    from richardson_tc.data import ObservedEntries, load_array, load_npz, load_tensor, make_tensor, sample_mask
+    from richardson_tc.data import (
+        ObservedEntries,
+        load_array,
+        load_npz,
+        load_tensor,
+        make_tensor,
+        sample_mask,
+    )
 
     _check_p(opts.p)
     if opts.mask and opts.coo:

@@ -202,62 +202,25 @@ class ModeGroups:
     slot: np.ndarray
 
 
-_NPY_MAGIC = b"\x93NUMPY"
-_ZIP_MAGIC = b"PK\x03\x04"
-
-
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
 
 
 def load_array(path: str | Path, *, what: str) -> np.ndarray:
-    """A numeric array from a user's ``.npy`` file; every error names ``what`` (the flag) and the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise RichardsonTcError(f"{what} {str(path)!r}: no such file" if not path.exists()
-                                else f"{what} {str(path)!r} is not a file")
-    with path.open("rb") as fh:
-        head = fh.read(6)
-    if head != _NPY_MAGIC:
-        raise RichardsonTcError(f"{what} {str(path)!r} is not a .npy array file (no NumPy header; write it with "
-                                "numpy.save)")
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise RichardsonTcError(f"{what} {str(path)!r}: a truncated or corrupt .npy file, or an object array "
-                                f"(not read: {_first_line(exc)})") from None
-    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
-            or np.issubdtype(arr.dtype, np.bool_)):
-        raise RichardsonTcError(f"{what} {str(path)!r}: expected a numeric array, got dtype {arr.dtype}")
-    return arr
+    """A numeric array from a user's ``.npy`` file; every error names ``what`` (the flag) and the file
+    (:func:`icml25.errors.read_npy`)."""
+    from icml25.errors import read_npy
+
+    return read_npy(path, what=what, error=RichardsonTcError)
 
 
 def load_npz(path: str | Path, *, what: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
-    """The arrays ``keys`` of a user's ``.npz`` archive; every error names ``what`` (the flag) and the file."""
-    import zipfile
-    import zlib
+    """The arrays ``keys`` of a user's ``.npz`` archive; every error names ``what`` (the flag) and the file
+    (:func:`icml25.errors.read_npz`)."""
+    from icml25.errors import read_npz
 
-    path = Path(path)
-    if not path.is_file():
-        raise RichardsonTcError(f"{what} {str(path)!r}: no such file" if not path.exists()
-                                else f"{what} {str(path)!r} is not a file")
-    with path.open("rb") as fh:
-        head = fh.read(4)
-    if head != _ZIP_MAGIC:
-        raise RichardsonTcError(f"{what} {str(path)!r} is not a .npz archive (no zip header; write it with "
-                                f"numpy.savez holding {list(keys)})")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            missing = [k for k in keys if k not in z.files]
-            if missing:
-                raise RichardsonTcError(f"{what} {str(path)!r} lacks the arrays {missing} (needs {list(keys)})")
-            return {k: z[k] for k in keys}
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-        if isinstance(exc, RichardsonTcError):
-            raise
-        raise RichardsonTcError(f"{what} {str(path)!r}: a truncated or corrupt .npz archive, or object arrays "
-                                f"(not read: {_first_line(exc)})") from None
+    return read_npz(path, what=what, keys=keys, error=RichardsonTcError, numeric=False)
 
 
 def load_tensor(path: str | Path, *, key: str | None = None, what: str = "--input") -> np.ndarray:

@@ -204,36 +204,14 @@ def control(opts: ControlOptions) -> int:
 
 
 def _read_controls(p: Path) -> dict:
-    """The arrays u0, u_target, f of a ``--controls`` .npz; every error names the flag and the file."""
-    import zipfile
-    import zlib
-
-    import numpy as np
+    """The arrays u0, u_target, f of a ``--controls`` .npz; every error names the flag and the file
+    (:func:`icml25.errors.read_npz`)."""
+    from icml25.errors import read_npz
 
     from safediffcon.errors import SafediffconError
 
-    where = f"--controls {str(p)!r}"
-    if not p.is_file():
-        raise SafediffconError(f"{where}: no such file (write one with `safediffcon control`)")
-    with p.open("rb") as fh:
-        if fh.read(4) != b"PK\x03\x04":
-            raise SafediffconError(f"{where} is not a .npz archive (no zip header); expected the controls.npz "
-                                   "written by `safediffcon control`")
-    try:
-        with np.load(p, allow_pickle=False) as z:
-            missing = [k for k in ("u0", "u_target", "f") if k not in z.files]
-            if missing:
-                raise SafediffconError(f"{where} lacks the arrays {missing} (needs u0, u_target, f)")
-            arrays = {k: z[k] for k in ("u0", "u_target", "f")}
-    except (OSError, EOFError, zipfile.BadZipFile, zlib.error, ValueError) as exc:
-        if isinstance(exc, SafediffconError):
-            raise
-        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise SafediffconError(f"{where}: a truncated or corrupt .npz archive, or object arrays ({why})") from None
-    for k, a in arrays.items():
-        if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
-            raise SafediffconError(f"{where}: array {k!r} must be numeric, got dtype {a.dtype}")
-    return arrays
+    return read_npz(p, what="--controls", keys=("u0", "u_target", "f"), error=SafediffconError,
+                    hint="the controls.npz written by `safediffcon control`")
 
 
 def evaluate(opts: EvaluateOptions) -> int:

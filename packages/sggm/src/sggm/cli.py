@@ -124,7 +124,6 @@ def _check(cond: bool, msg: str) -> None:
 
 
 def sweep_command(opts: SweepOptions) -> int:
-    import numpy as np
     from icml25.rundir import RunDir
 
     from sggm.errors import check_time_grid

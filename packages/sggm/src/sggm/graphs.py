@@ -63,23 +63,11 @@ def make_graph(family: str, n: int, *, mean_degree: int = 4, seed: int = 0) -> n
 
 
 def read_npy(path: Any, *, what: str) -> np.ndarray:
-    """A numeric array from a user's ``.npy`` file; every error names ``what`` (the flag) and the file."""
-    from pathlib import Path
+    """A numeric array from a user's ``.npy`` file; every error names ``what`` (the flag) and the file
+    (:func:`icml25.errors.read_npy`)."""
+    from icml25.errors import read_npy as _read
 
-    p = Path(path)
-    if not p.is_file():
-        raise SggmError(f"{what} {str(p)!r}: no such file" if not p.exists() else f"{what} {str(p)!r} is not a file")
-    with p.open("rb") as fh:
-        if fh.read(6) != b"\x93NUMPY":
-            raise SggmError(f"{what} {str(p)!r} is not a .npy array file (no NumPy header; write it with numpy.save)")
-    try:
-        a = np.load(p, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise SggmError(f"{what} {str(p)!r}: a truncated or corrupt .npy file, or an object array ({why})") from None
-    if not (np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.bool_)):
-        raise SggmError(f"{what} {str(p)!r}: expected a numeric array, got dtype {a.dtype}")
-    return a
+    return _read(path, what=what, error=SggmError)
 
 
 def as_adjacency(graph: Any, *, name: str = "A", weighted: bool = True) -> np.ndarray:
