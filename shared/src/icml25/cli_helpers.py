@@ -18,6 +18,25 @@ A package's ``cli.py``::
                                     "reproduce": (ReproduceOptions, reproduce_command(METHOD))}, argv=argv)
 
 tyro builds the parser from the frozen dataclasses (field docstrings become the help text).
+
+Presets (``--preset NAME``): a command's options class may declare named presets of its defaults, e.g. the paper's
+setting and the CPU-scale one::
+
+    _FIT, _FIT_DEFAULT = nested_config(FitConfig, FitConfig.cpu(), hide=("seed",))
+
+    @dataclass(frozen=True)
+    class TrainConfig(CommonOptions):
+        PRESETS = {"cpu": FitConfig.cpu, "paper": FitConfig.paper}  # name -> zero-argument callable
+        PRESET_FIELD = "fit"  # the nested config the presets give (omit it: a preset gives the options' own fields)
+        fit: _FIT = _FIT_DEFAULT
+
+``train --preset paper`` then parses with ``fit``'s default built from ``FitConfig.paper()``; flags given on the
+command line still override single values (``train --preset paper --epochs 2``). Without ``PRESET_FIELD`` a preset
+returns a mapping (or a dataclass) of the options' own field values, a nested config given as a plain config
+instance (``{"steps": 10**6, "fit": FitConfig(...)}``). Without ``--preset`` the class's own defaults apply (by
+convention the ``cpu`` preset). :func:`method_main` takes ``--preset NAME`` (or ``--preset=NAME``) out of the command
+line before tyro parses it; an unknown name is one ``error:`` line naming ``--preset`` and the allowed names (exit
+2). :func:`preset_options` gives the same defaults in Python.
 """
 
 from __future__ import annotations
@@ -135,6 +154,120 @@ def nested_config(config_type: type, default: Any, *, hide: Sequence[str] = (),
     view.__qualname__ = f"{config_type.__qualname__}.<cli>"
     inst = view(**{f.name: getattr(default, f.name) for f in fields(config_type)})
     return Annotated[view, tyro.conf.OmitArgPrefixes], inst
+
+
+def _presets_of(cls: type) -> Mapping[str, Callable[[], Any]]:
+    """The ``PRESETS`` a command's options class declares (empty if none)."""
+    presets = getattr(cls, "PRESETS", None)
+    return dict(presets) if presets else {}
+
+
+def _as_field_default(cls: type, name: str, value: Any) -> Any:
+    """``value`` as the default of ``cls``'s field ``name``: a nested config given as a plain config instance is
+    rebuilt as the field's own (CLI view) type, so its fields stay flat flags."""
+    import dataclasses
+
+    current = next((f for f in dataclasses.fields(cls) if f.name == name), None)
+    if current is None:
+        raise TypeError(f"preset of {cls.__name__}: {cls.__name__} has no field {name!r}")
+    dflt = current.default
+    if dflt is dataclasses.MISSING and current.default_factory is not dataclasses.MISSING:
+        dflt = current.default_factory()
+    if (dataclasses.is_dataclass(dflt) and not isinstance(dflt, type) and dataclasses.is_dataclass(value)
+            and type(value) is not type(dflt)):
+        target = type(dflt)
+        missing = [f.name for f in dataclasses.fields(target) if f.init and not hasattr(value, f.name)]
+        if missing:
+            raise TypeError(f"preset of {cls.__name__}.{name}: {type(value).__name__} lacks field(s) {missing}")
+        return target(**{f.name: getattr(value, f.name) for f in dataclasses.fields(target) if f.init})
+    return value
+
+
+def _preset_values(cls: type, name: str) -> dict[str, Any]:
+    """The field defaults preset ``name`` of ``cls`` gives (``{PRESET_FIELD: preset()}`` or the preset's mapping)."""
+    import dataclasses
+
+    value = _presets_of(cls)[name]()
+    field_name = getattr(cls, "PRESET_FIELD", None)
+    if field_name:
+        values = {field_name: value}
+    elif isinstance(value, Mapping):
+        values = dict(value)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        values = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    else:
+        raise TypeError(f"preset {name!r} of {cls.__name__} must return a mapping or a dataclass instance (or set "
+                        f"PRESET_FIELD), got {type(value).__name__}")
+    return {k: _as_field_default(cls, k, v) for k, v in values.items()}
+
+
+def _preset_class(cls: type, name: str | None) -> type:
+    """A subclass of ``cls`` whose field defaults are preset ``name``'s (``None``: the class's own defaults), with a
+    line about ``--preset`` in its description. :func:`method_main` parses into it and converts back to ``cls``."""
+    import dataclasses
+    from typing import get_type_hints
+
+    values = _preset_values(cls, name) if name is not None else {}
+    hints = get_type_hints(cls, include_extras=True)
+    spec = []
+    for key, value in values.items():
+        try:
+            hash(value)
+            fld = dataclasses.field(default=value)
+        except TypeError:  # a list/dict default: a factory per instance
+            fld = dataclasses.field(default_factory=lambda v=value: v)
+        spec.append((key, hints[key], fld))
+    sub = dataclasses.make_dataclass(cls.__name__, spec, bases=(cls,), frozen=True)
+    names = ", ".join(_presets_of(cls))
+    chosen = f"here: {name}" if name is not None else "none given: the defaults below"
+    sub.__doc__ = ((cls.__doc__ or "").rstrip() + f" --preset NAME ({names}; {chosen}) sets the defaults to a "
+                   "named preset (the paper's setting, the CPU scale ...); flags given still override them.")
+    sub.__module__ = cls.__module__
+    sub.__qualname__ = cls.__qualname__
+    return sub
+
+
+def preset_options(cls: type, name: str, **overrides: Any) -> Any:
+    """The options ``cls`` parses to with ``--preset name`` and no other flag (``overrides``: field values, as flags
+    would give them)."""
+    import dataclasses
+
+    if name not in _presets_of(cls):
+        raise ValueError(f"--preset: {name!r} is not one of {', '.join(_presets_of(cls)) or '(no presets)'}")
+    values = _preset_values(cls, name) | overrides
+    return dataclasses.replace(cls(), **values)
+
+
+def _take_preset(args: list[str], commands: Mapping[str, tuple[type, Any]]) -> tuple[list[str], str | None]:
+    """Take ``--preset NAME`` / ``--preset=NAME`` out of a command line whose command declares ``PRESETS``; returns
+    the remaining arguments and the name (``None``: not given). A name the command does not know is refused."""
+    if not args or args[0] not in commands:
+        return args, None
+    presets = _presets_of(commands[args[0]][0])
+    if not presets:
+        return args, None
+    allowed = ", ".join(presets)
+    rest, name = [], None
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        if tok == "--":
+            rest.extend(args[i:])
+            break
+        flag, eq, val = tok.partition("=")
+        if flag == "--preset":
+            if not eq:
+                if i + 1 >= len(args) or args[i + 1].startswith("-"):
+                    raise _ConfigRefused(f"--preset needs a value (one of {allowed})")
+                val = args[i + 1]
+                i += 1
+            if val not in presets:
+                raise _ConfigRefused(f"--preset: {val!r} is not one of {allowed}")
+            name = val
+        else:
+            rest.append(tok)
+        i += 1
+    return rest, name
 
 
 def open_run_dir(name: str, opts: BaseOptions, *, resume: bool = False):
@@ -365,6 +498,7 @@ def _parse_error_line(event: Any, argv: Sequence[str], commands: Mapping[str, An
         flags = [t for t in tokens if t.startswith("-")]
         if flags:
             known = _known_flags(commands[command][0] if command else None)
+            known += ["--preset"] if command and _presets_of(commands[command][0]) else []
             hint = _did_you_mean(flags[0], known) if len(flags) == 1 else ""
             return (f"unrecognized option{'s' if len(flags) > 1 else ''} {', '.join(flags)} for {where!r}{hint} "
                     f"(see {where} --help)")
@@ -457,11 +591,16 @@ def method_main(
         repeated = _repeated_flag(args)
         if repeated is not None:
             raise _ConfigRefused(f"{repeated} given more than once; give each option once")
+        args, preset = _take_preset(args, commands)
+        parse_as = {name: (_preset_class(cls, preset if args and name == args[0] else None)
+                           if _presets_of(cls) else cls) for name, (cls, _) in commands.items()}
         with _config_errors_as_exceptions(args, commands):
-            cfg = tyro.extras.subcommand_cli_from_dict(
-                {name: cls for name, (cls, _) in commands.items()},
-                prog=prog, description=desc, args=args,
-            )
+            cfg = tyro.extras.subcommand_cli_from_dict(parse_as, prog=prog, description=desc, args=args)
+        for name, (cls, _) in commands.items():
+            if type(cfg) is parse_as[name] and parse_as[name] is not cls:  # a preset's subclass -> the command's class
+                import dataclasses
+
+                cfg = cls(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cls) if f.init})
     except (ValueError, _ConfigRefused) as exc:  # tyro rejected argv, or a config's __post_init__ refused a value
         print(f"{prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
