@@ -58,7 +58,11 @@ class Config:
     pretrain_steps: int = 3000
     """Largest number of pretraining steps (official 200k); pretraining stops earlier at a validation plateau."""
     pretrain_eval_every: int = 250
-    """Pretraining is validated every this many steps (J + R_s of unguided controls on the validation split)."""
+    """Pretraining is validated every this many steps: J of unguided controls on n_pretrain_val safe instances (J,
+    not J + R_s: the unguided model imitates a training set that is about half unsafe, so its R_s is not what
+    pretraining improves)."""
+    n_pretrain_val: int = 200
+    """Safe validation instances of the pretraining plateau (a split of their own, not the tuning split)."""
     pretrain_patience: int = 3
     """Pretraining stops after this many validations in a row without a new best (the best weights are kept)."""
     batch_size: int = 32
@@ -137,7 +141,7 @@ class Config:
     """Seeds of a reproduce run."""
 
     def __post_init__(self) -> None:
-        check_positive(self, "nx", "n_train", "n_cal", "n_holdout", "n_val", "n_test", "dim", "timesteps",
+        check_positive(self, "nx", "n_train", "n_cal", "n_holdout", "n_val", "n_test", "n_pretrain_val", "dim", "timesteps",
                        "ddim_steps", "pretrain_steps", "pretrain_eval_every", "pretrain_patience", "batch_size", "post_epochs", "post_steps", "adjoint_iters",
                        "speed_trajectories", "seeds")
         check_positive(self, "dt", "nu", "u_bound", "train_amp", "eval_amp", "scaler", "pretrain_lr", "post_lr",
@@ -207,12 +211,12 @@ def cpu() -> Config:
 
 
 BUDGETS = Budgets(
-    smoke=replace(cpu(), nx=16, mults=(1, 2), n_train=64, n_cal=60, n_holdout=20, n_val=8, n_test=8, dim=4,
+    smoke=replace(cpu(), nx=16, mults=(1, 2), n_train=64, n_cal=60, n_holdout=20, n_val=8, n_test=8, n_pretrain_val=8, dim=4,
                   timesteps=20, ddim_steps=3, pretrain_steps=5, pretrain_eval_every=5, post_epochs=1, post_steps=3,
                   infft_iters=1, adjoint_iters=3, speed_trajectories=2, seeds=1, alpha=0.9, guidance_grid=(500.0,),
                   state_guidance_grid=(1.0,), mu_grid=(100.0,), feedback_grid=(3.0,), adjoint_mus=(0.0, 100.0),
                   few_seeds=1, dt=2e-3),
-    quick=replace(cpu(), n_train=1000, n_cal=60, n_holdout=40, n_test=24, n_val=12, pretrain_steps=240,
+    quick=replace(cpu(), n_train=1000, n_cal=60, n_holdout=40, n_test=24, n_val=12, n_pretrain_val=48, pretrain_steps=240,
                   pretrain_eval_every=40,
                   post_steps=20, adjoint_iters=12, speed_trajectories=16, seeds=3, few_seeds=1, mask_row=False,
                   options_all_seeds=False),

@@ -58,12 +58,13 @@ def _pretrained(cfg: Config, seed: int, *, row_mask: bool | None = None):
         from safediffcon.metrics import evaluate_control
 
         train = make_split(cfg.n_train, cfg.nx, nu=cfg.nu, dt=cfg.dt, amp=cfg.train_amp, seed=1000 * seed)
-        val = _splits(cfg, seed)["val"]
+        val = make_split(cfg.n_pretrain_val, cfg.nx, nu=cfg.nu, dt=cfg.dt, amp=cfg.eval_amp, safe_only=True,
+                         u_bound=cfg.u_bound, seed=1000 * seed + 9)
         model = SafeDiffCon(**cfg.model_kwargs(seed))
 
-        def validate(m) -> float:  # the task metric of the unguided controller on the validation split
+        def validate(m) -> float:  # J of the unguided controller on its own validation instances, same noise each time
             f = m.control(val.u0, val.u_target, guidance=False, generator=torch.Generator().manual_seed(70_000))
-            return _score(evaluate_control(val.u0, f, val.u_target, nu=cfg.nu, dt=cfg.dt, u_bound=cfg.u_bound))
+            return evaluate_control(val.u0, f, val.u_target, nu=cfg.nu, dt=cfg.dt, u_bound=cfg.u_bound)["J"]
 
         t0 = time.perf_counter()
         model.pretrain(train, steps=cfg.pretrain_steps, batch_size=cfg.batch_size, lr=cfg.pretrain_lr,
