@@ -22,10 +22,30 @@ def test_train_then_evaluate(tmp_path, capsys):
     r = run_cli(main, ["train", "--out", str(out), "--quiet", *TINY])
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())
-    r = run_cli(main, ["evaluate", "--run", str(out)])
+    ev = tmp_path / "eval"
+    r = run_cli(main, ["evaluate", "--run", str(out), "--out", str(ev)])
     assert r.returncode == 0, r.stderr
-    got = json.loads(r.stdout.strip().splitlines()[-1])
+    got = json.loads(r.stdout.strip().splitlines()[0])
     assert got["metric"] == "roc_auc" and abs(got["value"] - summary["test"]) < 1e-9  # same model, same numbers
+    # --out is honoured: config, env and the evaluation are written there (it was accepted and ignored before)
+    assert sorted(p.name for p in ev.iterdir()) == ["config.json", "env.json", "evaluation.json"]
+    assert json.loads((ev / "evaluation.json").read_text()) == got
+    assert json.loads((ev / "config.json").read_text())["split"] == "test"
+    r = run_cli(main, ["evaluate", "--run", str(out), "--out", str(ev)])  # negative control: a used --out is refused
+    assert r.returncode == 2 and "--overwrite" in r.stderr
+
+
+def test_presets_choose_the_fit_defaults_and_flags_override(monkeypatch):
+    import relgnn.cli as cli
+    from relgnn.config import FitConfig
+
+    seen = []
+    monkeypatch.setattr(cli, "train", lambda cfg: seen.append(cfg) or 0)
+    for argv in (["train"], ["train", "--preset", "paper"], ["train", "--preset", "paper", "--channels", "16"]):
+        assert main(argv) == 0
+    assert seen[0].fit.resolve() == FitConfig.cpu()  # negative control: no --preset
+    assert seen[1].fit.resolve() == FitConfig.paper() != FitConfig.cpu()
+    assert seen[2].fit.resolve() == FitConfig.paper(channels=16)
 
 
 def test_bad_input_exit_code(tmp_path):

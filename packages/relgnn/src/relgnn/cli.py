@@ -10,6 +10,7 @@ from typing import Literal
 
 from icml25.cli_helpers import (
     BaseOptions,
+    CommonOptions,
     ReproduceOptions,
     method_main,
     nested_config,
@@ -24,8 +25,11 @@ _FIT, _FIT_DEFAULT = nested_config(FitConfig, FitConfig.cpu(), hide=("seed",))
 
 
 @dataclass(frozen=True)
-class TrainConfig(BaseOptions):
+class TrainConfig(CommonOptions):
     """Train RelGNN (or a baseline) on a RelBench task and save the best-validation model."""
+
+    PRESETS = {"cpu": FitConfig.cpu, "paper": FitConfig.paper}
+    PRESET_FIELD = "fit"
 
     dataset: str = "synthetic"
     """'synthetic' (generated locally), a RelBench dataset name such as 'rel-f1' (hosted: needs the network), a Hub
@@ -58,12 +62,13 @@ class TrainConfig(BaseOptions):
     ddp_procs: int = 2
     """Local processes started by --ddp when not under torchrun."""
     fit: _FIT = _FIT_DEFAULT
-    """The model and its training (relgnn.config.FitConfig; defaults: FitConfig.cpu())."""
+    """The model and its training (relgnn.config.FitConfig; defaults: FitConfig.cpu(), --preset paper:
+    FitConfig.paper())."""
 
 
 @dataclass(frozen=True)
 class EvaluateConfig(BaseOptions):
-    """Evaluate a model saved by ``relgnn train`` on a split of its task."""
+    """Evaluate a model saved by ``relgnn train`` on a split of its task; written to evaluation.json in --out."""
 
     run: Path = Path("runs/relgnn/latest")
     """Run directory written by ``relgnn train`` (holds model.safetensors + model_config.json)."""
@@ -124,6 +129,8 @@ def train(cfg: TrainConfig) -> int:
         raise ValueError(f"--text-model {str(cfg.text_model)!r} is not a local folder (nothing is downloaded)")
     if cfg.ddp:
         check_positive(cfg, "ddp_procs", prefix="--")
+        if cfg.device not in ("auto", "cpu"):
+            raise ValueError(f"--ddp trains on the CPU (gloo); it does not take --device {cfg.device}")
         if fc.simplified_mp or fc.sampling != "sampled":
             raise ValueError("--ddp needs --sampling sampled and no --simplified-mp (a sharded batch must equal the "
                              "global one)")
@@ -132,8 +139,10 @@ def train(cfg: TrainConfig) -> int:
 
     import torch
     from icml25.checkpoint import save_model
+    from icml25.device import resolve_device
 
     from relgnn.train import fit
+    device = resolve_device("cpu" if cfg.ddp else cfg.device)
     torch.set_num_threads(min(cfg.threads, 2))
     # model_config.json: the data keys and FitConfig's fields side by side (flat, as `relgnn evaluate` reads them)
     conf = {k: getattr(cfg, k) for k in _DATA_KEYS} | asdict(fc) | {
@@ -142,7 +151,7 @@ def train(cfg: TrainConfig) -> int:
     rd = open_run_dir("relgnn", cfg) if rank == 0 else None  # under torchrun only process 0 writes
     if rd is not None:
         rd.write_config(conf | {"ddp": cfg.ddp, "ddp_procs": cfg.ddp_procs})
-        rd.write_env(device="cpu")
+        rd.write_env(device=str(device))
     graph, td = _prepare(conf)
     if torchrun:
         import torch.distributed as dist
@@ -164,10 +173,10 @@ def train(cfg: TrainConfig) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             res = spawn_fit(graph, td, fc, world_size=cfg.ddp_procs, workdir=tmp)
     else:
-        res = fit(graph, td, fc)
+        res = fit(graph, td, fc, device=device)
     for epoch, v in enumerate(res.val_curve):
         rd.log(epoch, **{f"val_{td.metric}": v})
-    save_model(rd.path, res.model, conf)
+    save_model(rd.path, res.model.cpu(), conf)
     summary = {"metric": res.metric, "val": res.val, "test": res.test, "best_epoch": res.best_epoch,
                "seconds_per_epoch": sum(res.epoch_seconds) / len(res.epoch_seconds),
                "train_rows_per_s": res.train_rows_per_s, "infer_rows_per_s": res.infer_rows_per_s}
@@ -199,8 +208,14 @@ def evaluate(cfg: EvaluateConfig) -> int:
     model = load_model(cfg.run, lambda c: build_model(fc, graph, td)).eval()
     pred = predict_split(model, graph, td, cfg.split, fc)
     score = evaluate_predictions(td, cfg.split, pred, num_dst=graph.num_nodes(td.dst) if td.dst else None)
-    out = {"split": cfg.split, "metric": td.metric, "value": score}
-    print(json.dumps(out))
+    out = {"split": cfg.split, "metric": td.metric, "value": score, "run": str(cfg.run)}
+    rd = open_run_dir("relgnn", cfg)  # --out was checked before the work (method_main)
+    rd.write_config(cfg)
+    rd.write_env(device="cpu")
+    rd.write_json("evaluation.json", out)
+    if not cfg.quiet:
+        print(json.dumps(out))
+        print(f"written to {rd.target}")
     return 0
 
 

@@ -194,14 +194,22 @@ def make_batches(sampler: TemporalSampler, td: TaskData, split: str, *, batch_si
 
 
 class _Runner:
-    def __init__(self, model: RelationalModel, graph: RelGraph, td: TaskData, cfg: FitConfig):
+    def __init__(self, model: RelationalModel, graph: RelGraph, td: TaskData, cfg: FitConfig, *,
+                 device: torch.device | str | None = None):
         self.model, self.graph, self.td, self.cfg = model, graph, td, cfg
+        self.device = torch.device(device) if device is not None else next(model.parameters()).device
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.sampled = cfg.sampling == "sampled" or td.kind == "recommendation"
         self.sampler = (TemporalSampler(graph, num_neighbors=cfg.num_neighbors, temporal_strategy=cfg.temporal_strategy,
                                         generator=self.gen) if self.sampled else None)
-        self.y = {sp: torch.as_tensor(np.asarray(v, dtype=np.float32)) for sp, v in td.targets.items()
-                  if td.kind != "recommendation"}
+        self.y = {sp: torch.as_tensor(np.asarray(v, dtype=np.float32), device=self.device)
+                  for sp, v in td.targets.items() if td.kind != "recommendation"}
+
+    def _on_device(self, b: Batch) -> Batch:
+        """``b`` with its sub-graph and seed indices on the model's device (the same object on the CPU)."""
+        if self.device.type == "cpu":
+            return b
+        return Batch(b.sub.to(self.device, non_blocking=True), b.seed_local.to(self.device), b.pos)
 
     # --- full-graph snapshot at a group's seed time (sampling="full", entity tasks)
     def entity_out(self, g: Group) -> Tensor:
@@ -209,12 +217,15 @@ class _Runner:
         loc = snap.inv[self.td.entity][g.ids]
         if (loc < 0).any():
             raise TaskError(f"entity rows of {self.td.entity!r} are later than their seed time")
+        if self.device.type != "cpu":  # the cached snapshot moves once and stays on the device
+            snap, loc = snap.to(self.device), loc.to(self.device)
         h = self.model(snap)
         return self.model.head(h[self.td.entity][loc]).squeeze(-1)  # (n,)
 
     # --- sampled mini-batches
     def batch_out(self, b: Batch) -> Tensor:
         """Entity: logits of the seeds (B,). Recommendation (ID-GNN): logits of every dst row of the sub-graph."""
+        b = self._on_device(b)
         if self.td.kind == "recommendation":
             h = self.model(b.sub, {self.td.entity: b.seed_local})
             return self.model.head(h[self.td.dst]).squeeze(-1)  # (N_dst_sub,)
@@ -224,8 +235,9 @@ class _Runner:
     def rec_labels(self, b: Batch, split: str) -> Tensor:
         n_dst = self.graph.num_nodes(self.td.dst)
         lists = self.td.targets[split]
-        keys = torch.tensor([i * n_dst + d for i, p in enumerate(b.pos) for d in lists[p]], dtype=torch.long)
-        st = b.sub[self.td.dst]
+        keys = torch.tensor([i * n_dst + d for i, p in enumerate(b.pos) for d in lists[p]], dtype=torch.long,
+                            device=self.device)
+        st = self._on_device(b).sub[self.td.dst]
         return torch.isin(st.batch * n_dst + st.n_id, keys).float()
 
     def batch_loss(self, b: Batch, split: str = "train") -> Tensor | None:
@@ -280,9 +292,9 @@ class _Runner:
             for b in batches:
                 logits = self.batch_out(b)
                 st = b.sub[td.dst]
-                scores = torch.full((len(b.pos), n_dst), -1.0)  # rows outside the sub-graph rank last
-                scores[st.batch, st.n_id] = torch.sigmoid(logits)
-                out[b.pos] = torch.topk(scores, td.k, dim=1).indices.numpy()
+                scores = torch.full((len(b.pos), n_dst), -1.0, device=logits.device)  # rows outside rank last
+                scores[st.batch.to(logits.device), st.n_id.to(logits.device)] = torch.sigmoid(logits)
+                out[b.pos] = torch.topk(scores, td.k, dim=1).indices.cpu().numpy()
             return out
         out = np.zeros(td.n_rows[split])
         if self.sampled:
@@ -290,11 +302,11 @@ class _Runner:
                 batches = make_batches(self.sampler, td, split, batch_size=self.cfg.batch_size)
             for b in batches:
                 p = self.batch_out(b)
-                out[b.pos] = (torch.sigmoid(p) if td.kind == "binary" else p * td.y_scale + td.y_shift).numpy()
+                out[b.pos] = (torch.sigmoid(p) if td.kind == "binary" else p * td.y_scale + td.y_shift).cpu().numpy()
         else:
             for g in td.splits[split]:
                 p = self.entity_out(g)
-                out[g.pos] = (torch.sigmoid(p) if td.kind == "binary" else p * td.y_scale + td.y_shift).numpy()
+                out[g.pos] = (torch.sigmoid(p) if td.kind == "binary" else p * td.y_scale + td.y_shift).cpu().numpy()
         if td.kind == "regression":
             out = np.clip(out, *td.clamp)
         return out
@@ -359,7 +371,8 @@ def presample(graph: RelGraph, td: TaskData, cfg: FitConfig, *, seed: int = 0,
     return Presampled(tr, va, te, rate)
 
 
-def fit(graph: RelGraph, td: TaskData, cfg: FitConfig, *, progress=None, batches: Presampled | None = None) -> FitResult:
+def fit(graph: RelGraph, td: TaskData, cfg: FitConfig, *, progress=None, batches: Presampled | None = None,
+        device: torch.device | str = "cpu") -> FitResult:
     """Train with Adam for ``cfg.epochs`` epochs, select the best validation epoch, return test predictions and
     timings.
 
@@ -367,13 +380,14 @@ def fit(graph: RelGraph, td: TaskData, cfg: FitConfig, *, progress=None, batches
     into batches of ``batch_size`` (at most ``max_steps_per_epoch``), samples each batch's temporal sub-graphs
     (``num_neighbors`` per hop) and takes one Adam step per batch. ``batches`` (from :func:`presample`) reuses
     sub-graphs sampled once instead. ``sampling="full"``: one step per training seed time on the full-graph snapshot.
+    ``device``: where the model and each batch live (sampling stays on the CPU; predictions come back as numpy).
     """
     from icml25.seeding import seed_everything
 
     cfg.validate()
     seed_everything(cfg.seed)
-    model = build_model(cfg, graph, td)
-    run = _Runner(model, graph, td, cfg)
+    model = build_model(cfg, graph, td).to(device)
+    run = _Runner(model, graph, td, cfg, device=device)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     rng = np.random.default_rng(cfg.seed)
     best, best_state, best_epoch, curve, epoch_s, epoch_cpu = None, None, -1, [], [], []
@@ -419,5 +433,5 @@ def fit(graph: RelGraph, td: TaskData, cfg: FitConfig, *, progress=None, batches
 
 
 def predict_split(model: RelationalModel, graph: RelGraph, td: TaskData, split: str, cfg: FitConfig) -> np.ndarray:
-    """Predictions of a trained ``model`` on ``split`` (probabilities, values, or top-k ids)."""
+    """Predictions of a trained ``model`` on ``split`` (probabilities, values, or top-k ids), on the model's device."""
     return _Runner(model, graph, td, cfg).predict(split)
