@@ -79,3 +79,20 @@ def test_cli_end_to_end_on_a_local_file(tmp_path):
     r = run_cli(main, ["evaluate", "--run", str(tmp_path / "h"), "--episodes", "1", "--no-benchmark",
                        "--scorer", "planner"])
     assert r.returncode == 0 and "normalized_score" in r.stdout
+
+
+def test_presets_choose_the_training_defaults_and_flags_override(monkeypatch):
+    import habi.cli as cli
+    from habi.config import HabiConfig, HabitizeConfig, PlannerTrainConfig
+
+    seen = []
+    monkeypatch.setattr(cli, "train_planner_cmd", lambda cfg: seen.append(cfg) or 0)
+    monkeypatch.setattr(cli, "habitize_cmd", lambda cfg: seen.append(cfg) or 0)
+    for argv in (["train-planner"], ["train-planner", "--preset", "paper", "--lr", "0.01"], ["habitize"],
+                 ["habitize", "--preset", "paper", "--device", "cpu"]):
+        assert cli.main(argv) == 0
+    assert seen[0].train.resolve() == PlannerTrainConfig.cpu()  # negative control: no --preset
+    assert seen[1].train.resolve() == PlannerTrainConfig.paper(lr=0.01)
+    assert seen[2].train.resolve() == HabitizeConfig.cpu() and seen[2].habi.latent_dim == HabiConfig.cpu(1, 1).latent_dim
+    assert seen[3].train.resolve() == HabitizeConfig.paper() and seen[3].habi.resolve(obs_dim=3, act_dim=1) == \
+        HabiConfig.paper(obs_dim=3, act_dim=1)

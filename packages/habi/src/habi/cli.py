@@ -20,6 +20,7 @@ from typing import Literal
 
 from icml25.cli_helpers import (
     BaseOptions,
+    CommonOptions,
     ReproduceOptions,
     method_main,
     nested_config,
@@ -50,8 +51,11 @@ class MakeDataConfig(BaseOptions):
 
 
 @dataclass(frozen=True)
-class TrainPlannerConfig(BaseOptions):
+class TrainPlannerConfig(CommonOptions):
     """Train the Diffusion-QL teacher planner on a D4RL-layout file."""
+
+    PRESETS = {"cpu": PlannerTrainConfig.cpu, "paper": PlannerTrainConfig.paper}
+    PRESET_FIELD = "train"
 
     data: Path = Path("runs/data/medium.hdf5")
     """D4RL-layout .hdf5/.npz file (observations, actions, rewards, terminals, timeouts)."""
@@ -61,12 +65,16 @@ class TrainPlannerConfig(BaseOptions):
     """The planner's architecture and decision rule (habi.config.PlannerConfig; its DDPM `steps` is
     --diffusion-steps)."""
     train: _PTRAIN = _PTRAIN_DEFAULT
-    """How it is trained (habi.config.PlannerTrainConfig; defaults: PlannerTrainConfig.cpu())."""
+    """How it is trained (habi.config.PlannerTrainConfig; defaults: PlannerTrainConfig.cpu(), --preset paper:
+    PlannerTrainConfig.paper())."""
 
 
 @dataclass(frozen=True)
-class HabitizeCliConfig(BaseOptions):
+class HabitizeCliConfig(CommonOptions):
     """Generate goal-directed behaviour with a trained planner and habitize it into a fast policy."""
+
+    PRESETS = {"cpu": lambda: {"habi": HabiConfig.cpu(obs_dim=1, act_dim=1), "train": HabitizeConfig.cpu()},
+               "paper": lambda: {"habi": HabiConfig.paper(obs_dim=1, act_dim=1), "train": HabitizeConfig.paper()}}
 
     planner: Path = Path("runs/planner")
     """Run folder of `habi train-planner`."""
@@ -81,7 +89,7 @@ class HabitizeCliConfig(BaseOptions):
     stored_candidates: int = 10
     """Candidates stored per state for the habitual critic."""
     habi: _HABI = _HABI_DEFAULT
-    """The habitual model's sizes (habi.config.HabiConfig; paper: 256 everywhere)."""
+    """The habitual model's sizes (habi.config.HabiConfig; paper: 256 everywhere, --preset paper)."""
     train: _HTRAIN = _HTRAIN_DEFAULT
     """Habitization (habi.config.HabitizeConfig; defaults: HabitizeConfig.cpu(), whose dual step kl_lr 2e-2
     brings the KL to its target within a few thousand steps; the paper's 3e-4 needs ~20k)."""
@@ -142,13 +150,17 @@ def train_planner_cmd(cfg: TrainPlannerConfig) -> int:
     data = load_offline(cfg.data, obs_dim=obs_dim, act_dim=act_dim)
     pcfg = cfg.planner.resolve(obs_dim=obs_dim, act_dim=act_dim)
     tcfg = cfg.train.resolve()
+    from icml25.device import resolve_device
+
+    device = resolve_device(cfg.device)
     rd = open_run_dir("habi", cfg)
     rd.write_config({**asdict(cfg), "data": str(cfg.data), "planner": asdict(pcfg)})
     seed_everything(cfg.seed)
-    planner = train_planner(data, config=pcfg, train=tcfg, seed=cfg.seed, log=rd.log, progress=not cfg.quiet)
+    planner = train_planner(data, config=pcfg, train=tcfg, seed=cfg.seed, log=rd.log, progress=not cfg.quiet,
+                            device=device)
     planner.save(rd.path / "planner")
     rd.write_json("references.json", data.get("meta", {}))
-    rd.write_env(device="cpu")
+    rd.write_env(device=str(device))
     if not cfg.quiet:
         print(f"planner saved to {rd.target / 'planner'}")
     return 0
@@ -181,6 +193,9 @@ def habitize_cmd(cfg: HabitizeCliConfig) -> int:
 
     check_inference_options(cfg.num_candidates, cfg.scorer, "sample")
     hcfg = cfg.train.resolve()
+    from icml25.device import resolve_device
+
+    device = resolve_device(cfg.device)
     planner = DiffusionPlanner.from_pretrained(cfg.planner)
     arch = cfg.habi.resolve(obs_dim=planner.config.obs_dim, act_dim=planner.config.act_dim)
     data = load_offline(cfg.data, obs_dim=planner.config.obs_dim, act_dim=planner.config.act_dim)
@@ -189,14 +204,15 @@ def habitize_cmd(cfg: HabitizeCliConfig) -> int:
     seed_everything(cfg.seed)
     teacher = generate_goal_directed_behavior(planner, data, stored=cfg.stored_candidates,
                                               max_states=cfg.teacher_states, seed=cfg.seed, progress=not cfg.quiet)
-    model, hist = habitize(teacher, habi=arch, config=hcfg, seed=cfg.seed, log=rd.log, progress=not cfg.quiet)
+    model, hist = habitize(teacher, habi=arch, config=hcfg, seed=cfg.seed, log=rd.log, progress=not cfg.quiet,
+                           device=device)
     pol = HabitualPolicy(model=model, normalizer=planner.normalizer, num_candidates=cfg.num_candidates,
                          scorer=cfg.scorer, planner=planner)
     pol.save(rd.path / "habi")
     planner.save(rd.path / "planner")  # a copy, so from_pretrained(run) can use the planner scorers
     ref = Path(cfg.planner) / "references.json"
     rd.write_json("references.json", json.loads(ref.read_text()) if ref.exists() else data.get("meta", {}))
-    rd.write_env(device="cpu")
+    rd.write_env(device=str(device))
     if not cfg.quiet:
         last = hist[-1]
         print(f"habi saved to {rd.target / 'habi'} (recon {last['recon']:.4f}, KL geo-mean {last['kl_geomean']:.3g}, "

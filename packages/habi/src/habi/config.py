@@ -134,8 +134,11 @@ class PlannerTrainConfig:
 
     @classmethod
     def paper(cls, **overrides) -> PlannerTrainConfig:
-        """Diffusion-QL's values (the class defaults; its runs take 2M steps)."""
-        return cls(**overrides)
+        """The MuJoCo teacher as the Habi pipeline trains it (paper note, "Goal-directed planner (teacher)": DQL,
+        η = 1, 2M gradient steps); batch 256, lr 3e-4, γ 0.99, τ 0.005 are Diffusion-QL's defaults (the note gives
+        none). The architecture (5 DDPM steps, time embedding 64, widths 256, 50 candidates) is PlannerConfig's
+        default."""
+        return cls(**({"steps": 2_000_000} | overrides))
 
     @classmethod
     def cpu(cls, **overrides) -> PlannerTrainConfig:
@@ -175,6 +178,11 @@ class HabiConfig:
         return cls(**({"obs_dim": obs_dim, "act_dim": act_dim, "latent_dim": 256, "hidden": 256,
                        "critic_hidden": 256} | overrides))
 
+    @classmethod
+    def cpu(cls, obs_dim: int, act_dim: int, **overrides) -> HabiConfig:
+        """The CPU scale of ``habi habitize`` (the class defaults): d_z = 32, widths 128."""
+        return cls(**({"obs_dim": obs_dim, "act_dim": act_dim} | overrides))
+
     def __post_init__(self) -> None:
         for name in ("obs_dim", "act_dim", "latent_dim", "hidden", "critic_hidden"):
             if getattr(self, name) < 1:
@@ -203,7 +211,8 @@ class HabitizeConfig:
 
     @classmethod
     def paper(cls, **overrides) -> HabitizeConfig:
-        """The official values, 1M steps at batch 256 (lr 3e-4, dual step 3e-4, eta_KL from 1e-6)."""
+        """The official values (paper note, "Step 2" and "Losses per minibatch"): 1M steps at batch 256, Adam lr 3e-4
+        with cosine annealing, dual step 3e-4, eta_KL from 1e-6, KL target 1."""
         return cls(**({"steps": 1_000_000} | overrides))
 
     @classmethod

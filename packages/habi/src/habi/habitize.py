@@ -32,7 +32,8 @@ class Habitizer:
 
     def __init__(self, *, model: Synergy, config: HabitizeConfig) -> None:
         self.model, self.config = model, config
-        self.kl_weight = AdaptiveKLWeight(target=config.kld_target, init=config.kl_init, mode=config.kl_mode)
+        self.kl_weight = AdaptiveKLWeight(target=config.kld_target, init=config.kl_init, mode=config.kl_mode).to(
+            next(model.parameters()).device)
         self.opt_habit = torch.optim.Adam(model.habit_parameters(), lr=config.lr, foreach=True)
         self.opt_critic = torch.optim.Adam(model.critic.parameters(), lr=config.lr, foreach=True)
         self.opt_kl = torch.optim.Adam(self.kl_weight.parameters(), lr=config.kl_lr, foreach=True)
@@ -79,8 +80,11 @@ class Habitizer:
 
 
 def habitize(teacher: dict[str, np.ndarray], *, habi: HabiConfig, config: HabitizeConfig, seed: int = 0,
-             log: Any = None, progress: bool = True) -> tuple[Synergy, list[dict[str, float]]]:
+             log: Any = None, progress: bool = True,
+             device: torch.device | str = "cpu") -> tuple[Synergy, list[dict[str, float]]]:
     """Train the habitual model on the teacher rows of :func:`habi.teacher.generate_goal_directed_behavior`.
+
+    ``device``: where the model and the teacher rows live while training; the model comes back on the CPU.
 
     Returns the model and the logged trajectory (every ``steps // 50`` steps: recon, KL means, η_KL, critic loss).
     """
@@ -105,19 +109,21 @@ def habitize(teacher: dict[str, np.ndarray], *, habi: HabiConfig, config: Habiti
     with torch.no_grad():
         model.critic.q_mean.fill_(float(Q.mean()))
         model.critic.q_std.fill_(max(float(Q.std()), 1e-6))
+    model = model.to(device)
+    S, A, Q, B = (t.to(device) for t in (S, A, Q, B))
     trainer = Habitizer(model=model, config=config)
     hist: list[dict[str, float]] = []
     every = max(1, config.steps // 50)
     t0 = time.perf_counter()
     for step in tqdm(range(1, config.steps + 1), desc="habitize", disable=not progress, mininterval=2.0):
-        idx = torch.from_numpy(rng.integers(0, len(S), size=config.batch_size))
+        idx = torch.from_numpy(rng.integers(0, len(S), size=config.batch_size)).to(device)
         out = trainer.step(S[idx], A[idx], Q[idx], B[idx])
         if step % every == 0 or step == config.steps:
             out = {"step": step, **out, "seconds": round(time.perf_counter() - t0, 2)}
             hist.append(out)
             if log is not None:
                 log(step, stage="habitize", **{k: v for k, v in out.items() if k != "step"})
-    model.eval()
+    model.cpu().eval()
     return model, hist
 
 

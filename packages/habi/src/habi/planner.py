@@ -167,8 +167,12 @@ def _soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
 
 
 def train_planner(data: dict[str, np.ndarray], *, config: PlannerConfig, train: PlannerTrainConfig,
-                  seed: int = 0, log: Any = None, progress: bool = True) -> DiffusionPlanner:
+                  seed: int = 0, log: Any = None, progress: bool = True,
+                  device: torch.device | str = "cpu") -> DiffusionPlanner:
     """Train a Diffusion-QL planner on a D4RL-layout data set; returns the frozen :class:`DiffusionPlanner`.
+
+    ``device``: where the networks and the data set live while training; the planner comes back on the CPU (its
+    decisions run there, batch 1).
 
     ``log(step, **metrics)`` (e.g. ``RunDir.log``) receives losses every ``steps // 20`` steps.
     """
@@ -184,7 +188,8 @@ def train_planner(data: dict[str, np.ndarray], *, config: PlannerConfig, train: 
     S, A = torch.from_numpy(norm(q["observations"])), torch.from_numpy(q["actions"])
     S2, R = torch.from_numpy(norm(q["next_observations"])), torch.from_numpy(q["rewards"])
     D = torch.from_numpy(q["terminals"])
-    nets = PlannerNets(cfg=config)
+    S, A, S2, R, D = (t.to(device) for t in (S, A, S2, R, D))
+    nets = PlannerNets(cfg=config).to(device)
     nets.train()
     opt_a = torch.optim.Adam(nets.actor.parameters(), lr=train.lr, foreach=True)
     opt_c = torch.optim.Adam(nets.critic.parameters(), lr=train.lr, foreach=True)
@@ -192,7 +197,7 @@ def train_planner(data: dict[str, np.ndarray], *, config: PlannerConfig, train: 
     every = max(1, train.steps // 20)
     t0 = time.perf_counter()
     for step in tqdm(range(1, train.steps + 1), desc="train planner", disable=not progress, mininterval=2.0):
-        idx = torch.from_numpy(rng.integers(0, n, size=train.batch_size))
+        idx = torch.from_numpy(rng.integers(0, n, size=train.batch_size)).to(device)
         s, a, r, s2, d = S[idx], A[idx], R[idx], S2[idx], D[idx]
         # critic: TD with the EMA actor's next action and the target twin critic
         with torch.no_grad():
@@ -223,4 +228,4 @@ def train_planner(data: dict[str, np.ndarray], *, config: PlannerConfig, train: 
         if log is not None and (step % every == 0 or step == train.steps):
             log(step, stage="planner", critic_loss=critic_loss.item(), bc_loss=bc.item(), q_loss=q_loss.item(),
                 q_mean=q1.detach().mean().item(), seconds=round(time.perf_counter() - t0, 2))
-    return DiffusionPlanner(config=config, nets=nets, normalizer=norm)
+    return DiffusionPlanner(config=config, nets=nets.cpu(), normalizer=norm)
