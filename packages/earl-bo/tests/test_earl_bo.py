@@ -479,8 +479,8 @@ def test_turbo_baseline_starts_and_restarts_with_its_initial_length():
 def test_tuning_picks_the_best_validation_score_with_equal_grids(monkeypatch):
     from dataclasses import replace
 
-    from earl_bo.reproduce import jobs as rp
     from earl_bo.config import BUDGETS, GRIDS
+    from earl_bo.reproduce import jobs as rp
     from icml25.experiment import Section
 
     assert len({len(list(__import__("itertools").product(*g.values()))) for g in GRIDS.values()}) == 1  # alike
@@ -488,7 +488,7 @@ def test_tuning_picks_the_best_validation_score_with_equal_grids(monkeypatch):
 
     def fake(jobs, workers):  # final regret 1 at the preferred value, 5 elsewhere; initial regret 10
         out = []
-        for bench, m, *_rest in jobs:
+        for _bench, m, *_rest in jobs:
             opts = _rest[3]
             k, v = best[m]
             out.append({"regret": [10.0, 1.0 if opts[k] == v else 5.0]})
@@ -509,8 +509,8 @@ def test_tuning_picks_the_best_validation_score_with_equal_grids(monkeypatch):
 def test_tuning_extends_an_edge_choice_but_never_past_a_hard_bound(monkeypatch):
     from dataclasses import replace
 
-    from earl_bo.reproduce import jobs as rp
     from earl_bo.config import BUDGETS
+    from earl_bo.reproduce import jobs as rp
     from icml25.experiment import Section
 
     # final regret falls as lr falls (optimum below the grid) and as restarts fall (bound 1); TuRBO prefers 1.6 (bound)
@@ -525,7 +525,7 @@ def test_tuning_extends_an_edge_choice_but_never_past_a_hard_bound(monkeypatch):
 
     def fake(jobs, workers):
         out = []
-        for bench, m, *_rest in jobs:
+        for _bench, m, *_rest in jobs:
             seen.append((m, dict(_rest[3])))
             out.append({"regret": [10.0, regret(m, _rest[3])]})
         return out
@@ -684,9 +684,8 @@ def test_cli_optimize_objective_module_and_bounds_json(tmp_path, monkeypatch, ca
 
 
 def test_every_paper_claim_is_gated_by_both_sides_and_untested_when_earl_bo_loses_to_a_control(monkeypatch, tmp_path):
-    from dataclasses import replace
-
     import importlib
+    from dataclasses import replace
 
     from earl_bo.config import BUDGETS
     from icml25.claims import resolve_gates
@@ -726,7 +725,6 @@ def test_every_paper_claim_is_gated_by_both_sides_and_untested_when_earl_bo_lose
 @pytest.mark.parametrize("name,dim", [("hartmann", 6), ("branin", 2), ("ackley", 3), ("levy", 4)])
 def test_optimum_is_the_maximum_of_the_negated_function(name, dim):
     from botorch.test_functions import synthetic
-
     from earl_bo.bo import initial_design
     from earl_bo.objectives import SYNTHETIC, make_objective
 

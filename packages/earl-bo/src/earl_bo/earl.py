@@ -105,19 +105,6 @@ class TrainLog:
     seconds: float = 0.0
 
 
-def prior_task(dim: int, *, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, GPHyper]:
-    """A pre-training task: ``n`` uniform points in the unit cube, y drawn from a GP prior (Matérn-5/2, lengthscales
-    log-uniform in [0.1, 1] x sqrt(d), unit output scale, noise 1e-4), standardised."""
-    ls = torch.exp(torch.empty(dim, dtype=DTYPE).uniform_(math.log(0.1), 0.0, generator=generator)) * math.sqrt(dim)
-    hyper = GPHyper(lengthscale=ls, outputscale=1.0, mean=0.0, noise=1e-4)
-    x = torch.rand(n, dim, generator=generator, dtype=DTYPE)
-    k = hyper.kernel(x, x) + 1e-6 * torch.eye(n, dtype=DTYPE)
-    y = torch.linalg.cholesky(k) @ torch.randn(n, generator=generator, dtype=DTYPE)
-    ys, _, s = standardise(y)
-    hyper = GPHyper(lengthscale=ls, outputscale=1.0 / s**2, mean=0.0, noise=1e-4 / s**2)
-    return x, ys, hyper
-
-
 class EARLBO:
     """EARL-BO: RL for multi-step lookahead BO with an Attention-DeepSets encoder.
 

@@ -22,8 +22,21 @@ from icml25.train import Curve
 
 from earl_bo.config import Config
 from earl_bo.reproduce.jobs import (
-    ABLATION_METHODS, FIRST, LABELS, NOTES, PAPER, _n_init, _options, _parse, _pool_map, _init_job, _run_jobs, _se,
-    _shift, pretrain_agents, tune,
+    ABLATION_METHODS,
+    FIRST,
+    LABELS,
+    NOTES,
+    PAPER,
+    _init_job,
+    _n_init,
+    _options,
+    _parse,
+    _pool_map,
+    _run_jobs,
+    _se,
+    _shift,
+    pretrain_agents,
+    tune,
 )
 
 CONTROLS = ("sobol", "centre")
@@ -116,7 +129,7 @@ def regret(cfg: Config, seeds: list[int], out: Path) -> Section:
     tuned_note = {m: ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in p.items())
                   for m, p in chosen.items()}
     rows, dist_rows = [], []
-    for ci, (label, bench, sh, methods) in enumerate(cases):
+    for ci, (label, bench, _sh, methods) in enumerate(cases):
         d = _parse(bench)[1]
         final = {m: [float(r["regret"][-1]) for r in by[(ci, m)]] for m in methods}
         secs = {m: float(np.mean([np.mean(r["seconds"]) for r in by[(ci, m)]])) for m in methods}
