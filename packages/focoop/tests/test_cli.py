@@ -29,3 +29,17 @@ def test_run_synthetic_tiny(tmp_path):
     assert data["engine"] == "inprocess" and len(data["per_client"]) == 2
     assert 0.0 <= data["summary"]["auroc"] <= 1.0
     assert (out / "global_prompts.safetensors").exists()
+
+
+def test_presets_choose_federation_and_run_defaults_and_flags_override(monkeypatch):
+    import focoop.cli as cli
+    from focoop.config import cpu, paper
+
+    seen = []
+    monkeypatch.setattr(cli, "run", lambda opts: seen.append(opts) or 0)
+    for argv in (["run"], ["run", "--preset", "paper"], ["run", "--preset", "paper", "--lr", "0.5", "--clients", "3"]):
+        assert cli.main(argv) == 0
+    assert seen[0].fed_split() == cpu().federation and seen[0].fed.resolve() == cpu().fed  # negative control
+    assert seen[1].fed_split() == paper().federation and seen[1].fed.resolve() == paper().fed
+    assert seen[1].fed.lr == 1e-3 and seen[1].federation.n_ctx == 16
+    assert seen[2].fed.lr == 0.5 and seen[2].fed_split().n_clients == 3 and seen[2].federation.n_ood == 100

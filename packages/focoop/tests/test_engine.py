@@ -132,3 +132,14 @@ def test_validation_accuracy_never_reads_the_test_split(syn_setup):
         c.test_x, c.test_c_x = torch.randn_like(c.test_x), torch.randn_like(c.test_c_x)
     scrambled.ood_x = torch.randn_like(syn_setup.ood_x)
     assert validation_accuracy(scrambled, cfg, r) == v
+
+
+def test_device_copy_of_the_setup_gives_the_same_run(syn_setup):
+    """``run_inprocess(device=...)`` trains on a copy of the setup (``FederationSetup.to``) and keeps the server side
+    on the CPU; on the CPU the numbers equal the plain run's (the GPU smoke test runs the same path on CUDA)."""
+    a = run_inprocess(syn_setup, _cfg())
+    b = run_inprocess(syn_setup, _cfg(), device="cpu")
+    assert a.summary() == b.summary()
+    moved = syn_setup.to("cpu")
+    assert moved is not syn_setup and moved.tower is not syn_setup.tower and moved.device.type == "cpu"
+    assert all(v.device.type == "cpu" for v in b.global_state.values())

@@ -45,8 +45,8 @@ def partial_ot_plan(cost: torch.Tensor, *, eps: float = 0.1, mass: float = 0.8, 
     dt = c.dtype
     tiny = 1e-300 if dt == torch.float64 else 1e-30
     n, p = c.shape[-2], c.shape[-1]
-    a = torch.full((n,), 1.0 / n, dtype=dt) if a is None else a.to(dt)
-    b = torch.full((p,), 1.0 / p, dtype=dt) if b is None else b.to(dt)
+    a = torch.full((n,), 1.0 / n, dtype=dt, device=c.device) if a is None else a.to(c.device, dt)
+    b = torch.full((p,), 1.0 / p, dtype=dt, device=c.device) if b is None else b.to(c.device, dt)
     # subtract each problem's minimum cost: a constant shift does not change the plan, it avoids underflow
     shift = c.amin(dim=(-2, -1), keepdim=True)
     k = torch.exp(-(c - shift) / eps)

@@ -7,8 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, nested_config, reproduce_command
+from icml25.cli_helpers import (
+    BaseOptions,
+    CommonOptions,
+    ReproduceOptions,
+    method_main,
+    nested_config,
+    reproduce_command,
+)
 
+from focoop import config as _config
 from focoop.config import FedConfig, Federation
 from focoop.registry import METHOD
 
@@ -47,8 +55,10 @@ class DataOptions(BaseOptions):
 
 
 @dataclass(frozen=True)
-class RunOptions(DataOptions):
+class RunOptions(DataOptions, CommonOptions):
     """Train one method federatedly and evaluate every client (ACC, CACC, FPR95, AUROC)."""
+
+    PRESETS = {"cpu": _config.cpu, "paper": _config.paper}  # focoop.config.RunPreset: federation + fed
 
     engine: Literal["inprocess", "flower", "flower-sim"] = "inprocess"
     """inprocess loop; flower = Flower ClientApp + FedAvg-subclass strategy on an in-process Grid; flower-sim =
@@ -129,6 +139,10 @@ def run(opts: RunOptions) -> int:
 
     check_data_options(opts)  # validate everything before the heavy imports and the (slow) data step
     cfg = _fed_config(opts)
+    if opts.engine != "inprocess" and opts.device not in ("auto", "cpu"):
+        from focoop.errors import FOCoOpConfigError
+
+        raise FOCoOpConfigError(f"--device {opts.device} is for --engine inprocess (the Flower engines run on the CPU)")
     from icml25.checkpoint import save_tensors
     from icml25.cli_helpers import open_run_dir
 
@@ -137,8 +151,11 @@ def run(opts: RunOptions) -> int:
     rd = open_run_dir(METHOD.name, opts)
     rd.write_config(asdict(opts) | {"fed_config": cfg.to_dict()})
     setup = _setup(opts)
+    from icml25.device import resolve_device
+
+    device = resolve_device(opts.device if opts.engine == "inprocess" else "cpu")
     if opts.engine == "inprocess":
-        res = run_inprocess(setup, cfg, progress=not opts.quiet)
+        res = run_inprocess(setup, cfg, progress=not opts.quiet, device=device)
     elif opts.engine == "flower":
         from focoop.flower import run_flower_local
 
@@ -158,7 +175,7 @@ def run(opts: RunOptions) -> int:
                                    "seconds_per_round": res.seconds_per_round})
     if res.global_state:
         save_tensors(rd.path / "global_prompts.safetensors", res.global_state)
-    rd.write_env(device="cpu")
+    rd.write_env(device=str(device))
     if not opts.quiet:
         keys = ("acc", "cacc", "fpr95", "auroc")
         print(" ".join(f"{k}={summary[k]:.4f}±{summary[k + '_std']:.4f}" for k in keys))

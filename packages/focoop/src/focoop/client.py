@@ -55,10 +55,11 @@ def client_fit(setup: FederationSetup, cfg: FedConfig, *, cid: int, server_round
     spec = cfg.spec
     data = setup.clients[cid]
     gen = client_generator(cfg.seed, server_round, cid)
-    params = {k: v.detach().clone().requires_grad_(True) for k, v in global_state.items()}
+    dev = setup.device  # the client trains where the setup lives; states travel on the CPU (server side)
+    params = {k: v.detach().to(dev, copy=True).requires_grad_(True) for k, v in global_state.items()}
     if spec.local:
         loc = local_state if local_state else init_local_state(setup, cfg, global_state)
-        params.update({k: v.detach().clone().requires_grad_(True) for k, v in loc.items()})
+        params.update({k: v.detach().to(dev, copy=True).requires_grad_(True) for k, v in loc.items()})
     if spec.dro and dro_state is None:
         dro_state = DROState(gamma_id=cfg.gamma_init, gamma_ood=cfg.gamma_init)
     opt = torch.optim.SGD(list(params.values()), lr=cfg.lr)
@@ -97,8 +98,8 @@ def client_fit(setup: FederationSetup, cfg: FedConfig, *, cid: int, server_round
                 raise FloatingPointError(f"non-finite loss on client {cid} in round {server_round}")
             losses.append(float(loss.detach()))
             n_batches += 1
-    upload = {k: params[k].detach().clone() for k in global_state}
-    local = {k: params[k].detach().clone() for k in params if k not in global_state}
+    upload = {k: params[k].detach().to("cpu", copy=True) for k in global_state}
+    local = {k: params[k].detach().to("cpu", copy=True) for k in params if k not in global_state}
     metrics = {"loss": float(np.mean(losses)) if losses else float("nan"), "n_batches": float(n_batches)}
     if spec.dro:
         metrics.update(gamma_id=dro_state.gamma_id, gamma_ood=dro_state.gamma_ood,
@@ -159,6 +160,7 @@ def client_evaluate(setup: FederationSetup, cfg: FedConfig, *, cid: int, global_
         params = dict(global_state)
         if cfg.spec.local:
             params.update(local_state if local_state else init_local_state(setup, cfg, global_state))
+        params = {k: v.to(setup.device) for k, v in params.items()}
         t_id, t_ood = text_features(setup, cfg, params)
     cfgs = variants if variants is not None else {"": cfg}
     with_neg = any(v.neg_columns for v in cfgs.values())
@@ -184,7 +186,7 @@ def client_evaluate(setup: FederationSetup, cfg: FedConfig, *, cid: int, global_
         return res if variants is None else {k: dict(res) for k in cfgs}
     lt_all, lc_all = logits(data.test_x, data.test_tok), logits(data.test_c_x, data.test_c_tok)
     lo_all = logits(setup.ood_x, setup.ood_tok) if data.test_y.numel() else None
-    kind = setup.ood_kind.numpy()
+    kind = setup.ood_kind.cpu().numpy()
     results = {}
     for name, v in cfgs.items():
         cols = slice(None) if v.neg_columns or not with_neg else slice(0, n_own)
@@ -196,8 +198,8 @@ def client_evaluate(setup: FederationSetup, cfg: FedConfig, *, cid: int, global_
         if lo_all is None:
             results[name] = out | {"fpr95": float("nan"), "auroc": float("nan")}
             continue
-        s_id = ood_score(lt, n_id=c, method=v.score, official=v.official_metrics).numpy()
-        s_ood = ood_score(lo_all[:, cols], n_id=c, method=v.score, official=v.official_metrics).numpy()
+        s_id = ood_score(lt, n_id=c, method=v.score, official=v.official_metrics).cpu().numpy()
+        s_ood = ood_score(lo_all[:, cols], n_id=c, method=v.score, official=v.official_metrics).cpu().numpy()
         fpr = fpr_at_95_tpr_official if v.official_metrics else fpr_at_95_tpr
         out["fpr95"], out["auroc"] = fpr(s_id, s_ood), auroc(s_id, s_ood)
         for nm, flag in (("far", 0), ("near", 1)):

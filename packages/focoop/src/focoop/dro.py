@@ -92,7 +92,7 @@ def adversarial_perturbations(f: torch.Tensor, y: torch.Tensor, t_id: torch.Tens
     f, t_id, t_ood = f.detach(), t_id.detach(), t_ood.detach()
     if n_iter == 0:
         return torch.zeros_like(t_id), torch.zeros_like(t_ood)
-    d_id = torch.rand(t_id.shape, generator=generator, dtype=t_id.dtype) * 1e-4
+    d_id = torch.rand(t_id.shape, generator=generator, dtype=t_id.dtype).to(t_id.device) * 1e-4  # CPU draw
 
     def obj_id(d):
         return F.cross_entropy(_logits(f, t_id + d, t_ood, scale), y) - state.gamma_id * d.norm(dim=-1).mean()
@@ -100,7 +100,7 @@ def adversarial_perturbations(f: torch.Tensor, y: torch.Tensor, t_id: torch.Tens
     d_id = _ascend(d_id, obj_id, n_iter=n_iter, step=adv_step)
     if t_ood.shape[0] == 0:  # no OOD prompts: no distribution level
         return d_id, torch.zeros_like(t_ood)
-    d_ood = torch.rand(t_ood.shape, generator=generator, dtype=t_ood.dtype) * 1e-4
+    d_ood = torch.rand(t_ood.shape, generator=generator, dtype=t_ood.dtype).to(t_ood.device) * 1e-4
 
     def obj_ood(d):
         logits = _logits(f, t_id + d_id, t_ood + d, scale)

@@ -91,9 +91,15 @@ def validation_accuracy(setup: FederationSetup, cfg: FedConfig, res: FedResult) 
     return float(np.mean(vals))
 
 
-def run_inprocess(setup: FederationSetup, cfg: FedConfig, *, progress: bool = False) -> FedResult:
-    """Run ``cfg.rounds`` rounds of federated prompt learning on all clients in this process."""
+def run_inprocess(setup: FederationSetup, cfg: FedConfig, *, progress: bool = False,
+                  device: torch.device | str | None = None) -> FedResult:
+    """Run ``cfg.rounds`` rounds of federated prompt learning on all clients in this process.
+
+    ``device``: where the clients train and evaluate (the setup is copied there); the server's aggregation and
+    calibration, and every state that travels between server and clients, stay on the CPU."""
     cfg.validate()
+    if device is not None:
+        setup = setup.to(device)
     if cfg.n_clients != len(setup.clients):
         raise ValueError(f"n_clients={cfg.n_clients} but the setup has {len(setup.clients)} clients")
     t0 = time.perf_counter()

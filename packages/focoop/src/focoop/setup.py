@@ -69,6 +69,25 @@ class FederationSetup:
     def n_classes(self) -> int:
         return len(self.classnames)
 
+    @property
+    def device(self) -> torch.device:
+        """Where the frozen text tower and the features live (clients train there)."""
+        return self.zeroshot_text.device
+
+    def to(self, device) -> FederationSetup:
+        """A copy of the setup with the text tower, the prompt banks and every feature tensor on ``device``."""
+        import copy
+        from dataclasses import fields, replace
+
+        def mv(x):
+            return None if x is None else x.to(device)
+
+        clients = [replace(c, **{f.name: mv(getattr(c, f.name)) for f in fields(c)}) for c in self.clients]
+        return replace(self, tower=copy.deepcopy(self.tower).to(device), id_bank=self.id_bank.to(device),
+                       ood_bank=mv(self.ood_bank), zeroshot_text=mv(self.zeroshot_text), clients=clients,
+                       ood_x=mv(self.ood_x), ood_kind=mv(self.ood_kind), neg_text=mv(self.neg_text),
+                       ood_tok=mv(self.ood_tok))
+
     def save(self, path: str | Path) -> Path:
         """Write the setup to ``path`` (``.safetensors``): tensors plus JSON metadata, atomically; no pickle."""
         import json

@@ -131,6 +131,14 @@ class PromptBank:
 
     _TENSORS = ("prefix", "suffix", "eot", "ids")
 
+    def to(self, device) -> PromptBank:
+        """A copy whose tensors live on ``device``."""
+        other = self.__class__.__new__(self.__class__)
+        other.texts, other.n_ctx = list(self.texts), self.n_ctx
+        for k in self._TENSORS:
+            setattr(other, k, getattr(self, k).to(device))
+        return other
+
     def state(self) -> tuple[dict, dict[str, torch.Tensor]]:
         """(JSON part, tensors) for saving without pickle; :meth:`from_state` inverts it."""
         return {"texts": self.texts, "n_ctx": self.n_ctx}, {k: getattr(self, k) for k in self._TENSORS}
