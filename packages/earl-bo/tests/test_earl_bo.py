@@ -370,6 +370,7 @@ def test_cli_bad_input_exits_2_and_writes_nothing(argv, needle, tmp_path, capsys
 
 
 # ---------------------------------------------------------------- README
+@pytest.mark.slow  # about 10 s alone (GP fits, pre-training); the workspace's slow tests run every README block too
 def test_readme_quickstart_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the quickstart writes its query log to the working directory
     readme = (Path(__file__).parents[1] / "README.md").read_text()
