@@ -77,3 +77,22 @@ def test_reproduce_smoke_other_tasks(tmp_path, task):
 def test_reproduce_unknown_task_is_refused(tmp_path):
     res = run_cli(main, ["reproduce", "--smoke", "--task", "atari", "--out", str(tmp_path / "r")])
     assert res.returncode == 2 and not (tmp_path / "r").exists()
+
+
+def test_presets_choose_the_train_defaults_and_flags_override(monkeypatch):
+    import dataclasses
+
+    import kea.cli as cli
+    from kea.config import cpu, paper
+
+    seen = []
+    monkeypatch.setattr(cli, "train", lambda cfg: seen.append(cfg) or 0)
+    for argv in (["train"], ["train", "--preset", "paper"], ["train", "--preset", "paper", "--steps", "50"]):
+        assert main(argv) == 0
+
+    def picked(cfg):
+        return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(paper())}
+
+    assert picked(seen[0]) == dataclasses.asdict(cpu())  # negative control: no --preset
+    assert picked(seen[1]) == dataclasses.asdict(paper()) != dataclasses.asdict(cpu())
+    assert seen[2].steps == 50 and seen[2].size == 10 and seen[2].train_freq == 16

@@ -397,7 +397,7 @@ class KEA:
             self.num_timesteps += n
             if self.rnd is not None:
                 e_next, e_cur = self._errors(real_next), self._errors(obs)
-                sig = self.switch_signal(e_next, e_cur, torch.as_tensor(first, dtype=torch.float32),
+                sig = self.switch_signal(e_next, e_cur, self._tensor(first),
                                          update=True).cpu().numpy()
                 self._signal = sig.astype(float)
                 self._flags = sig > self.switch_threshold

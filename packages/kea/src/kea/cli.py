@@ -7,14 +7,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import (
+    BaseOptions,
+    CommonOptions,
+    ReproduceOptions,
+    method_main,
+    open_run_dir,
+    reproduce_command,
+)
 
+from kea import config as _config
 from kea.registry import METHOD
 
 
 @dataclass(frozen=True)
-class TrainConfig(BaseOptions):
+class TrainConfig(CommonOptions):
     """Train one agent (KEA or a baseline) on one task and save it to the run directory."""
+
+    PRESETS = {"cpu": _config.cpu, "paper": _config.paper}  # kea.config.TrainPreset: this command's own fields
 
     task: Literal["deepsea", "gridnav", "mountaincar", "sparse-mountaincar", "sparse-reacher"] = "deepsea"
     """Environment: bsuite-exact DeepSea, the 2-D grid navigation task, MountainCarContinuous-v0, its sparse variant
@@ -102,10 +112,13 @@ def train(cfg: TrainConfig) -> int:
         raise ValueError(f"--size must be >= 2, got {cfg.size}")
     seed_everything(cfg.seed)
     env = _make_env(cfg.task, size=cfg.size, seed=cfg.seed)  # before the run folder: MuJoCo may be missing
+    from icml25.device import resolve_device
+
+    device = resolve_device(cfg.device)
     rd = open_run_dir("kea", cfg)
     rd.write_config(cfg)
-    rd.write_env(device="cpu")
-    kw = _agent_kwargs(cfg)
+    rd.write_env(device=str(device))
+    kw = _agent_kwargs(cfg) | {"device": str(device)}
     if cfg.task == "deepsea" and "beta_e" not in kw:
         kw["beta_e"] = float(cfg.size)
     agent = make_agent(cfg.variant, env, seed=cfg.seed, **kw)

@@ -49,7 +49,8 @@ class GenDropout(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.p <= 0.0:
             return x
-        keep = torch.rand(x.shape, generator=self.generator, device=x.device) >= self.p
+        # drawn by the module's CPU generator (the same numbers on every device), then moved
+        keep = torch.rand(x.shape, generator=self.generator).to(x.device) >= self.p
         return x * keep / (1.0 - self.p)
 
 
@@ -202,7 +203,8 @@ class DiscreteSAC(_SACBase):
         probs, _ = self.policy(obs)
         if deterministic:
             return probs.argmax(dim=-1), probs
-        return torch.multinomial(probs, 1, generator=self.generator).squeeze(-1), probs  # (B, 1) -> (B,)
+        draw = torch.multinomial(probs.detach().cpu(), 1, generator=self.generator).to(probs.device)  # CPU generator
+        return draw.squeeze(-1), probs  # (B, 1) -> (B,)
 
     @torch.no_grad()
     def target(self, reward: torch.Tensor, next_obs: torch.Tensor, terminated: torch.Tensor) -> torch.Tensor:
@@ -283,7 +285,7 @@ class ContinuousSAC(_SACBase):
         if deterministic:
             u = mean
         else:
-            u = mean + std * torch.randn(mean.shape, generator=self.generator, device=mean.device)
+            u = mean + std * torch.randn(mean.shape, generator=self.generator).to(mean.device)  # CPU generator
         a = torch.tanh(u)
         logp = (-0.5 * ((u - mean) / std).pow(2) - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
         logp = logp - (torch.log(self.action_scale * (1 - a.pow(2)) + 1e-6)).sum(-1)
