@@ -543,3 +543,29 @@ def test_pretrain_stops_at_a_validation_plateau_and_keeps_the_best_weights():
     assert c.stopped_by == "plateau" and c.steps == [2, 4, 6, 8, 10] and c.best == 1.0
     now = torch.cat([p.detach().flatten() for p in m.net.parameters()])
     assert torch.equal(now, snaps[1]) and not torch.equal(now, snaps[-1])  # the best (step 4), not the last
+
+
+def test_pretrain_with_ema_validates_and_keeps_the_averaged_weights():
+    train = make_split(32, 16, nu=0.01, dt=2e-3, amp=1.0, seed=0)
+    flat = lambda m: torch.cat([p.detach().flatten().clone() for p in m.net.parameters()])  # noqa: E731
+    seen = {}
+    for ema in (0.0, 0.5):
+        m = _tiny()
+        init = flat(m)
+        scores = iter([1.0, 2.0, 2.0, 2.0])
+        snaps = []
+
+        def evaluate(model, snaps=snaps, scores=scores):
+            snaps.append(flat(model))
+            return next(scores)
+
+        m.pretrain(train, steps=8, batch_size=8, lr=1e-2, evaluate=evaluate, eval_every=2, patience=3, ema=ema)
+        assert torch.equal(flat(m), snaps[0])  # the best (first) validated weights are kept
+        seen[ema] = (init, snaps[0])
+    init, online = seen[0.0]
+    _, averaged = seen[0.5]
+    # two steps of decay 0.5 from the initial weights: e = 0.25 w0 + 0.25 w1 + 0.5 w2, strictly between w0 and w2
+    assert not torch.equal(averaged, online)
+    assert (averaged - init).norm() < (online - init).norm()
+    with pytest.raises(SafediffconError, match="ema"):
+        _tiny().pretrain(train, steps=2, batch_size=8, evaluate=lambda m: 0.0, ema=1.0)

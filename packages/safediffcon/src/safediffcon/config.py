@@ -61,6 +61,9 @@ class Config:
     """Pretraining is validated every this many steps: J of unguided controls on n_pretrain_val safe instances (J,
     not J + R_s: the unguided model imitates a training set that is about half unsafe, so its R_s is not what
     pretraining improves)."""
+    pretrain_ema: float = 0.995
+    """Decay of the exponential moving average of the pretraining weights that is validated and kept (0: the online
+    weights, which oscillate at the peak learning rate)."""
     n_pretrain_val: int = 200
     """Safe validation instances of the pretraining plateau (a split of their own, not the tuning split)."""
     pretrain_patience: int = 3
@@ -146,6 +149,8 @@ class Config:
                        "speed_trajectories", "seeds")
         check_positive(self, "dt", "nu", "u_bound", "train_amp", "eval_amp", "scaler", "pretrain_lr", "post_lr",
                        "infft_lr", "adjoint_lr", integer=False)
+        if not (math.isfinite(self.pretrain_ema) and 0 <= self.pretrain_ema < 1):
+            raise SafediffconError(f"pretrain_ema must be in [0, 1), got {self.pretrain_ema!r}")
         check_non_negative(self, "weight_lambda", "guidance_lambda", "infft_iters", "eta", "tune_extend", "few_seeds")
         check_positive(self, "ema_update_every")
         if not (math.isfinite(self.ema_beta) and 0 <= self.ema_beta < 1):

@@ -127,13 +127,14 @@ class SafeDiffCon:
         return losses
 
     def pretrain(self, data: BurgersData, *, steps: int = 2000, batch_size: int = 64, lr: float = 2e-3,
-                 evaluate=None, eval_every: int = 250, patience: int = 3) -> list[float]:
+                 evaluate=None, eval_every: int = 250, patience: int = 3, ema: float = 0.0) -> list[float]:
         """DDPM pretraining on ``data`` (plain loss; Adam(W) with 5% warm-up and a cosine decay over ``steps``).
 
         With ``evaluate`` (a callable ``model -> validation score``, lower is better) training stops at a
         validation plateau (:func:`icml25.train.train_until_plateau`: ``patience`` evaluations every
         ``eval_every`` steps without a new best) and the best weights are restored; the curve is left in
-        ``self.pretrain_curve``.
+        ``self.pretrain_curve``. ``ema > 0``: an exponential moving average of the weights (decay ``ema`` per step)
+        is what is validated and kept (the online weights oscillate at a high learning rate).
         """
         self._check_data(data, "training data")
         if evaluate is None:
@@ -147,6 +148,11 @@ class SafeDiffCon:
         sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(steps, 0.05))
         losses: list[float] = []
         best: dict = {}
+        evaluated: dict = {}
+        if not (math.isfinite(ema) and 0 <= ema < 1):
+            raise SafediffconError(f"pretraining ema must be in [0, 1), got {ema!r}")
+        params = list(self.net.parameters())
+        shadow = [p.detach().clone() for p in params] if ema > 0 else None
 
         def step(_i: int) -> None:
             self.net.train()
@@ -160,13 +166,29 @@ class SafeDiffCon:
             opt.step()
             sched.step()
             losses.append(loss.item())
+            if shadow is not None:
+                with torch.no_grad():
+                    torch._foreach_lerp_(shadow, [p.detach() for p in params], 1 - ema)
 
         def validate() -> float:
             self.net.eval()
-            return float(evaluate(self))
+            if shadow is None:
+                return float(evaluate(self))
+            online = [p.detach().clone() for p in params]
+            with torch.no_grad():
+                for p, e in zip(params, shadow):
+                    p.copy_(e)
+            try:
+                evaluated["state"] = {k: v.detach().clone() for k, v in self.net.state_dict().items()}
+                return float(evaluate(self))
+            finally:
+                with torch.no_grad():
+                    for p, o in zip(params, online):
+                        p.copy_(o)
 
-        def keep(_step: int, _value: float) -> None:
-            best["state"] = {k: v.detach().clone() for k, v in self.net.state_dict().items()}
+        def keep(_step: int, _value: float) -> None:  # the weights just validated (the EMA ones when ema > 0)
+            best["state"] = evaluated["state"] if shadow is not None else {
+                k: v.detach().clone() for k, v in self.net.state_dict().items()}
 
         self.pretrain_curve = train_until_plateau(step, validate, max_steps=steps, eval_every=eval_every,
                                                   patience=patience, higher_is_better=False, on_improve=keep)

@@ -68,7 +68,8 @@ def _pretrained(cfg: Config, seed: int, *, row_mask: bool | None = None):
 
         t0 = time.perf_counter()
         model.pretrain(train, steps=cfg.pretrain_steps, batch_size=cfg.batch_size, lr=cfg.pretrain_lr,
-                       evaluate=validate, eval_every=cfg.pretrain_eval_every, patience=cfg.pretrain_patience)
+                       evaluate=validate, eval_every=cfg.pretrain_eval_every, patience=cfg.pretrain_patience,
+                       ema=cfg.pretrain_ema)
         while len(_CACHE) >= 2:
             _CACHE.pop(next(iter(_CACHE)))
         _CACHE[key] = (train, model, time.perf_counter() - t0)
