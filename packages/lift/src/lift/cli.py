@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
+from lift import config as _config
 from lift.checks import check_budget, check_hparams, check_int, flag
 from lift.errors import LiftConfigError
 from lift.registry import METHOD
@@ -21,6 +22,8 @@ from lift.registry import METHOD
 @dataclass(frozen=True)
 class TrainConfig(CommonOptions):
     """Fine-tune a causal LM with LIFT (SparseAdamW on principal weights) and save it."""
+
+    PRESETS = {"cpu": _config.cpu, "paper": _config.paper}  # lift.config.TrainPreset: this command's own fields
 
     model: str = "tiny"
     """'tiny' (offline tiny Llama pretrained on addition), a local save_pretrained folder, or a HF model id."""

@@ -1,4 +1,5 @@
-"""Budgets of ``lift reproduce`` (house shape: frozen config dataclasses, one :class:`icml25.experiment.Budgets`)."""
+"""Presets of ``lift train`` (:func:`paper`, :func:`cpu`) and the budgets of ``lift reproduce`` (house shape: frozen
+config dataclasses, one :class:`icml25.experiment.Budgets`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,57 @@ from dataclasses import dataclass
 
 from icml25.experiment import Budgets
 
-__all__ = ["Config", "BUDGETS", "TASK_BUDGETS", "SOURCE_TASK", "TARGET_TASK", "TIE_BREAK"]
+__all__ = ["Config", "BUDGETS", "TASK_BUDGETS", "SOURCE_TASK", "TARGET_TASK", "TIE_BREAK", "TrainPreset", "paper",
+           "cpu"]
+
+
+@dataclass(frozen=True)
+class TrainPreset:
+    """The settings of ``lift train`` a preset fixes (each is the flag of the same name; ``lift train --preset``)."""
+
+    model: str = "tiny"
+    """Model: 'tiny', a local folder or a HF model id."""
+    steps: int = 300
+    """Optimizer steps."""
+    batch_size: int = 64
+    """Micro-batch size."""
+    grad_accum: int = 1
+    """Micro-batches per optimizer step."""
+    lr: float = 3e-3
+    """Learning rate (linear decay, 3 % warm-up)."""
+    filter_rank: int = 8
+    """r_f."""
+    budget_rank: int = 4
+    """r_b."""
+    update_interval: int = 25
+    """Mask refresh interval (optimizer steps)."""
+    betas: tuple[float, float] = (0.9, 0.95)
+    """Adam betas."""
+    eps: float = 1e-6
+    """Adam eps."""
+    weight_decay: float = 0.0
+    """Decoupled weight decay."""
+    seed: int = 0
+    """Seed."""
+
+
+def paper() -> TrainPreset:
+    """LIFT on Llama-2-7B for math reasoning (paper note, "Training recipe" and its table [official code]): lr 2e-4,
+    r_b = 128 (LoRA's count at rank 128), r_f = 64, masks refreshed every 400 optimizer steps, micro-batch 1 x
+    gradient accumulation 16, linear schedule with 3 % warm-up, SparseAdamW betas (0.9, 0.999), eps 1e-6, no weight
+    decay, seed 43; the model is the HF id ``meta-llama/Llama-2-7b-hf`` (needs the network or a local copy).
+
+    Not expressible by ``lift train``: "3 epochs" (``--steps`` counts optimizer steps: give 3 x examples / 16 for
+    your ``--data``; the preset keeps the CPU default of 300), the MATH10K data (``--data FILE.jsonl``), max_seq_len
+    2048, bf16 and gradient checkpointing."""
+    return TrainPreset(model="meta-llama/Llama-2-7b-hf", batch_size=1, grad_accum=16, lr=2e-4, filter_rank=64,
+                       budget_rank=128, update_interval=400, betas=(0.9, 0.999), seed=43)
+
+
+def cpu() -> TrainPreset:
+    """The CPU scale ``lift train`` uses by default: the tiny Llama (paper note, "Reproduction at CPU scale"),
+    300 steps of batch 64, lr 3e-3, r_f = 8, r_b = 4, masks every 25 steps."""
+    return TrainPreset()
 
 SOURCE_TASK = "add"
 TARGET_TASK = "mul"
