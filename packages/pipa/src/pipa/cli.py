@@ -10,6 +10,7 @@ from typing import Literal
 
 from icml25.cli_helpers import BaseOptions, CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
+from pipa import config as _config
 from pipa.registry import METHOD
 
 
@@ -31,6 +32,8 @@ class MakeDataConfig(BaseOptions):
 @dataclass(frozen=True)
 class TrainConfig(CommonOptions):
     """Align a policy with PIPA-M or PIPA-N on a JSONL dataset (paired, unpaired or step format)."""
+
+    PRESETS = {"cpu": _config.cpu, "paper": _config.paper}  # pipa.config.TrainPreset: this command's own fields
 
     data: Path = Path("data.jsonl")
     """JSONL rows: prompt/chosen/rejected, prompt/completion/label, or prompt/steps/step_labels."""
@@ -194,9 +197,11 @@ def train(cfg: TrainConfig) -> int:
     _check_prior_spec(cfg.prior)
     rows = read_rows(cfg.data)  # all inputs are checked before the heavy imports (trl, transformers)
 
+    from icml25.device import resolve_device
     from icml25.seeding import seed_everything
 
     from pipa.trainer import PIPAConfig, PIPATrainer
+    on_cpu = resolve_device(cfg.device).type == "cpu"  # auto: cuda where there is one (the HF Trainer places it)
     seed_everything(cfg.seed)
     main_process = int(os.environ.get("RANK", "0")) == 0
     multi = int(os.environ.get("WORLD_SIZE", "1")) > 1  # launched by accelerate launch / torchrun
@@ -216,9 +221,8 @@ def train(cfg: TrainConfig) -> int:
         peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=2 * cfg.lora_r, target_modules="all-linear")
     args = PIPAConfig(output_dir=trainer_dir, variant=cfg.variant, pairing=cfg.pairing, max_steps=cfg.steps,
                       learning_rate=cfg.lr, per_device_train_batch_size=cfg.batch_size, seed=cfg.seed,
-                      use_cpu=cfg.device in ("auto", "cpu"), max_length=cfg.max_length, logging_steps=cfg.log_every,
-                      disable_tqdm=cfg.quiet,
-                      ddp_backend="gloo" if multi and cfg.device in ("auto", "cpu") else None)
+                      use_cpu=on_cpu, max_length=cfg.max_length, logging_steps=cfg.log_every,
+                      disable_tqdm=cfg.quiet, ddp_backend="gloo" if multi and on_cpu else None)
     trainer = PIPATrainer(model=copy.deepcopy(prior), ref_model=copy.deepcopy(prior), args=args, train_dataset=rows,
                           processing_class=tok, peft_config=peft_config)
     trainer.train()

@@ -1,6 +1,7 @@
-"""The budgets of ``pipa reproduce``: one frozen :class:`Budget` per mode in :data:`BUDGETS` (house shape).
+"""Presets of ``pipa train`` (:func:`paper`, :func:`cpu`) and the budgets of ``pipa reproduce``: one frozen
+:class:`Budget` per mode in :data:`BUDGETS` (house shape).
 
-The trainer's own settings live in :class:`pipa.trainer.PIPAConfig`; this file holds only what ``reproduce``
+The trainer's own settings live in :class:`pipa.trainer.PIPAConfig`; the budgets hold only what ``reproduce``
 varies between smoke, quick and full runs (sizes, seeds and the tuning grids).
 """
 
@@ -28,6 +29,39 @@ class Budget:
     pipa_lrs: tuple[float, ...]
     extend: int = 0
     synthetic_samples: bool = False
+
+
+@dataclass(frozen=True)
+class TrainPreset:
+    """The settings of ``pipa train`` a preset fixes (each is the flag of the same name; ``pipa train --preset``)."""
+
+    steps: int = 80
+    """Optimizer steps."""
+    lr: float = 2e-5
+    """Learning rate."""
+    batch_size: int = 16
+    """Rows per step."""
+    max_length: int = 64
+    """Longest <s> prompt completion </s>."""
+    lora_r: int = 0
+    """LoRA rank (0: full fine-tuning)."""
+
+
+def paper() -> TrainPreset:
+    """What the paper note gives of the paper's setting (pipa.md, "Method": "Hyper-parameters of the paper: not
+    available in these notes. Sensible defaults: lr 5e-6…1e-4, 1–2 epochs, no β"): lr 5e-6 (the range's end for
+    7B models), full fine-tuning, no β (PIPA has none); batch size and lengths stay the CPU preset's.
+
+    Not expressible, or not known: the base models (7B math-instruct models, possibly; give ``--prior DIR``), the
+    data (``--data``), "1–2 epochs" (``--steps`` counts optimizer steps: epochs x rows / batch size) and the
+    paper's batch size and sequence length (not in the note)."""
+    return TrainPreset(lr=5e-6)
+
+
+def cpu() -> TrainPreset:
+    """The CPU scale ``pipa train`` uses by default (the tiny-LM test bed of the note's "Reproduction at CPU scale"):
+    80 steps of 16 rows at lr 2e-5, length 64, full fine-tuning."""
+    return TrainPreset()
 
 
 BETAS = (0.03, 0.1, 0.3, 1.0, 3.0)
