@@ -6,16 +6,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import BaseOptions, CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
+from string_pe import config as _config
 from string_pe.registry import METHOD
 
 PE = Literal["none", "ape", "ape-fourier", "rope-axial", "rope-mixed", "cayley", "circulant"]
 
 
 @dataclass(frozen=True)
-class TrainConfig(BaseOptions):
+class TrainConfig(CommonOptions):
     """Train a classifier with one position encoding and save it (model.safetensors + model_config.json)."""
+
+    PRESETS = {"cpu": _config.cpu, "paper": _config.paper}  # string_pe.config.TrainPreset: this command's own fields
 
     task: Literal["digits", "shapes2d", "shapes3d"] = "digits"
     """digits: ViT on sklearn's 8×8 digits; shapes2d/shapes3d: point-set classifier on generated shapes (ignored
@@ -198,7 +201,7 @@ def _image_splits(root: str, image_size: int, depth: bool, seed: int):
     return take(i_tr), take(i_te), classes
 
 
-def _train_images(cfg: TrainConfig, rd) -> float:
+def _train_images(cfg: TrainConfig, rd, device) -> float:
     from icml25.checkpoint import save_model
 
     from string_pe.reproduce import image_inputs
@@ -211,7 +214,7 @@ def _train_images(cfg: TrainConfig, rd) -> float:
     model = _build(model_cfg)
     mode = _MODES[cfg.depth_input]
     fit(model, image_inputs(x, d, mode), y, TrainSettings(epochs=cfg.epochs, lr=cfg.lr, seed=cfg.seed),
-        on_epoch=lambda e, loss: rd.log(e, loss=loss))
+        on_epoch=lambda e, loss: rd.log(e, loss=loss), device=device)
     save_model(rd.path, model, model_cfg)
     return accuracy(model, image_inputs(xt, dt, mode), yt)
 
@@ -219,18 +222,19 @@ def _train_images(cfg: TrainConfig, rd) -> float:
 def train(cfg: TrainConfig) -> int:
     _validate_train(cfg)
     from icml25.checkpoint import save_model
-    from icml25.device import set_threads
+    from icml25.device import resolve_device, set_threads
     from icml25.seeding import seed_everything
 
     from string_pe.train import TrainSettings, accuracy, fit
 
     set_threads(2)
+    device = resolve_device(cfg.device)
     rd = open_run_dir(METHOD.name, cfg)
     rd.write_config(cfg)
-    rd.write_env(device="cpu")
+    rd.write_env(device=str(device))
     seed_everything(cfg.seed)
     if cfg.data is not None:
-        acc = _train_images(cfg, rd)
+        acc = _train_images(cfg, rd, device)
         rd.write_json("eval.json", {"test_accuracy": acc})
         if not cfg.quiet:
             print(f"test accuracy {acc:.4f} (held-out images); saved to {rd.target}")
@@ -240,7 +244,7 @@ def train(cfg: TrainConfig) -> int:
     model = _build(model_cfg)
     inputs, labels = _data(cfg.task, "train", cfg.n_train, cfg.seed)
     fit(model, inputs, labels, TrainSettings(epochs=cfg.epochs, lr=cfg.lr, seed=cfg.seed),
-        on_epoch=lambda e, loss: rd.log(e, loss=loss))
+        on_epoch=lambda e, loss: rd.log(e, loss=loss), device=device)
     te_inputs, te_labels = _data(cfg.task, "test", 500, cfg.seed)
     acc = accuracy(model, te_inputs, te_labels)
     save_model(rd.path, model, model_cfg)

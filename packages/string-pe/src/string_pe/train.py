@@ -44,8 +44,14 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
 
 
 def fit(model: nn.Module, inputs: Sequence[Tensor], labels: Tensor, settings: TrainSettings,
-        on_epoch: Callable[[int, float], None] | None = None) -> list[float]:
-    """Train ``model(*inputs[batch])`` with cross-entropy; returns the mean training loss of every epoch."""
+        on_epoch: Callable[[int, float], None] | None = None, *, device: torch.device | str | None = None) -> list[float]:
+    """Train ``model(*inputs[batch])`` with cross-entropy; returns the mean training loss of every epoch.
+
+    ``device``: move the model there and each batch as it is used (the data stay where they are); default: leave
+    the model where it is."""
+    if device is not None:
+        model.to(device)
+    dev = next(model.parameters()).device
     g = torch.Generator().manual_seed(settings.seed)
     opt = torch.optim.AdamW(param_groups(model, settings.weight_decay), lr=settings.lr)
     n = labels.shape[0]
@@ -68,7 +74,7 @@ def fit(model: nn.Module, inputs: Sequence[Tensor], labels: Tensor, settings: Tr
             idx = perm[i:i + settings.batch_size]
             for group in opt.param_groups:
                 group["lr"] = lr_at(step)
-            loss = loss_fn(model(*(x[idx] for x in inputs)), labels[idx])
+            loss = loss_fn(model(*(x[idx].to(dev) for x in inputs)), labels[idx].to(dev))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -83,10 +89,11 @@ def fit(model: nn.Module, inputs: Sequence[Tensor], labels: Tensor, settings: Tr
 
 @torch.no_grad()
 def accuracy(model: nn.Module, inputs: Sequence[Tensor], labels: Tensor, *, batch_size: int = 512) -> float:
-    """Top-1 accuracy of ``model(*inputs)`` against ``labels``."""
+    """Top-1 accuracy of ``model(*inputs)`` against ``labels`` (batches go to the model's device)."""
     model.eval()
+    dev = next(model.parameters()).device
     correct = 0
     for i in range(0, labels.shape[0], batch_size):
-        pred = model(*(x[i:i + batch_size] for x in inputs)).argmax(-1)
-        correct += int((pred == labels[i:i + batch_size]).sum())
+        pred = model(*(x[i:i + batch_size].to(dev) for x in inputs)).argmax(-1)
+        correct += int((pred.cpu() == labels[i:i + batch_size]).sum())
     return correct / max(1, labels.shape[0])
