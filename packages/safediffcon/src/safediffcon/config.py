@@ -58,14 +58,17 @@ class Config:
     pretrain_steps: int = 3000
     """Largest number of pretraining steps (official 200k); pretraining stops earlier at a validation plateau."""
     pretrain_eval_every: int = 250
-    """Pretraining is validated every this many steps: J of unguided controls on n_pretrain_val safe instances (J,
-    not J + R_s: the unguided model imitates a training set that is about half unsafe, so its R_s is not what
-    pretraining improves)."""
+    """Pretraining is validated every this many steps: the denoising loss on n_pretrain_val held-out trajectories of
+    the training distribution (same t and noise every time). Not the control J of unguided samples: it first
+    rises as the model learns to generate training-like forces (the near-zero forces of an untrained model score
+    like the zero control), so early stopping on it keeps an untrained model."""
+    pretrain_min_delta: float = 5e-4
+    """A validation loss must beat the best by more than this to count as progress (the loss is about 0.03)."""
     pretrain_ema: float = 0.995
     """Decay of the exponential moving average of the pretraining weights that is validated and kept (0: the online
     weights, which oscillate at the peak learning rate)."""
     n_pretrain_val: int = 200
-    """Safe validation instances of the pretraining plateau (a split of their own, not the tuning split)."""
+    """Held-out trajectories of the pretraining plateau (the training distribution, a split of their own)."""
     pretrain_patience: int = 3
     """Pretraining stops after this many validations in a row without a new best (the best weights are kept)."""
     batch_size: int = 32
@@ -149,6 +152,8 @@ class Config:
                        "speed_trajectories", "seeds")
         check_positive(self, "dt", "nu", "u_bound", "train_amp", "eval_amp", "scaler", "pretrain_lr", "post_lr",
                        "infft_lr", "adjoint_lr", integer=False)
+        if not (math.isfinite(self.pretrain_min_delta) and self.pretrain_min_delta >= 0):
+            raise SafediffconError(f"pretrain_min_delta must be >= 0, got {self.pretrain_min_delta!r}")
         if not (math.isfinite(self.pretrain_ema) and 0 <= self.pretrain_ema < 1):
             raise SafediffconError(f"pretrain_ema must be in [0, 1), got {self.pretrain_ema!r}")
         check_non_negative(self, "weight_lambda", "guidance_lambda", "infft_iters", "eta", "tune_extend", "few_seeds")

@@ -127,12 +127,13 @@ class SafeDiffCon:
         return losses
 
     def pretrain(self, data: BurgersData, *, steps: int = 2000, batch_size: int = 64, lr: float = 2e-3,
-                 evaluate=None, eval_every: int = 250, patience: int = 3, ema: float = 0.0) -> list[float]:
+                 evaluate=None, eval_every: int = 250, patience: int = 3, ema: float = 0.0,
+                 min_delta: float = 0.0) -> list[float]:
         """DDPM pretraining on ``data`` (plain loss; Adam(W) with 5% warm-up and a cosine decay over ``steps``).
 
         With ``evaluate`` (a callable ``model -> validation score``, lower is better) training stops at a
         validation plateau (:func:`icml25.train.train_until_plateau`: ``patience`` evaluations every
-        ``eval_every`` steps without a new best) and the best weights are restored; the curve is left in
+        ``eval_every`` steps without a new best by more than ``min_delta``) and the best weights are restored; the curve is left in
         ``self.pretrain_curve``. ``ema > 0``: an exponential moving average of the weights (decay ``ema`` per step)
         is what is validated and kept (the online weights oscillate at a high learning rate).
         """
@@ -191,7 +192,8 @@ class SafeDiffCon:
                 k: v.detach().clone() for k, v in self.net.state_dict().items()}
 
         self.pretrain_curve = train_until_plateau(step, validate, max_steps=steps, eval_every=eval_every,
-                                                  patience=patience, higher_is_better=False, on_improve=keep)
+                                                  patience=patience, min_delta=min_delta, higher_is_better=False,
+                                                  on_improve=keep)
         self.net.load_state_dict(best["state"])
         self.net.eval()
         self.history["pretrain_loss"] += losses

@@ -55,21 +55,23 @@ def _pretrained(cfg: Config, seed: int, *, row_mask: bool | None = None):
     if key not in _CACHE:
         from safediffcon.data import make_split
         from safediffcon.method import SafeDiffCon
-        from safediffcon.metrics import evaluate_control
 
         train = make_split(cfg.n_train, cfg.nx, nu=cfg.nu, dt=cfg.dt, amp=cfg.train_amp, seed=1000 * seed)
-        val = make_split(cfg.n_pretrain_val, cfg.nx, nu=cfg.nu, dt=cfg.dt, amp=cfg.eval_amp, safe_only=True,
-                         u_bound=cfg.u_bound, seed=1000 * seed + 9)
-        model = SafeDiffCon(**cfg.model_kwargs(seed))
+        from safediffcon.diffusion import to_image
 
-        def validate(m) -> float:  # J of the unguided controller on its own validation instances, same noise each time
-            f = m.control(val.u0, val.u_target, guidance=False, generator=torch.Generator().manual_seed(70_000))
-            return evaluate_control(val.u0, f, val.u_target, nu=cfg.nu, dt=cfg.dt, u_bound=cfg.u_bound)["J"]
+        val = make_split(cfg.n_pretrain_val, cfg.nx, nu=cfg.nu, dt=cfg.dt, amp=cfg.train_amp, seed=1000 * seed + 9)
+        model = SafeDiffCon(**cfg.model_kwargs(seed))
+        x_val = to_image(val.u, val.f, scaler=model.scaler, s_rows=model.diffusion.s_rows)
+
+        def validate(m) -> float:  # the denoising loss on held-out trajectories, the same t and noise every time
+            g = torch.Generator().manual_seed(70_000)
+            with torch.no_grad():
+                return float(np.mean([m.diffusion.loss(x_val, generator=g).item() for _ in range(4)]))
 
         t0 = time.perf_counter()
         model.pretrain(train, steps=cfg.pretrain_steps, batch_size=cfg.batch_size, lr=cfg.pretrain_lr,
                        evaluate=validate, eval_every=cfg.pretrain_eval_every, patience=cfg.pretrain_patience,
-                       ema=cfg.pretrain_ema)
+                       ema=cfg.pretrain_ema, min_delta=cfg.pretrain_min_delta)
         while len(_CACHE) >= 2:
             _CACHE.pop(next(iter(_CACHE)))
         _CACHE[key] = (train, model, time.perf_counter() - t0)

@@ -41,10 +41,10 @@ def safe_control(cfg: Config, seeds: list[int], out: Path) -> Section:
     pc = pre.pretrain_curve
     sec.notes.append(f"pretraining: up to {cfg.pretrain_steps} steps on {len(train)} trajectories "
                      f"({float((train.s > cfg.u_bound**2).float().mean()):.0%} unsafe) in {t_pre:.1f} s; stopped by "
-                     f"{pc.stopped_by} after {pc.steps[-1]} steps, best validation J {pc.best:.4f} at step "
+                     f"{pc.stopped_by} after {pc.steps[-1]} steps, best validation loss {pc.best:.4f} at step "
                      f"{pc.best_step} (kept)")
-    sec.table(f"Pretraining validation curve (J of unguided controls on {cfg.n_pretrain_val} validation instances "
-              "of their own; lower is better; the best weights are kept)", ["step", "validation J"],
+    sec.table(f"Pretraining validation curve (denoising loss of the EMA weights on {cfg.n_pretrain_val} held-out "
+              "trajectories; lower is better; the best weights are kept)", ["step", "validation loss"],
               [[a, b] for a, b in zip(pc.steps, pc.values)])
     k_few = min(cfg.few_seeds, len(seeds))
     few = f" [first {k_few} seeds]" if k_few < len(seeds) else ""
