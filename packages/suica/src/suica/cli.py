@@ -47,6 +47,9 @@ class SimulateConfig(BaseOptions):
 class FitConfig(CommonOptions):
     """Fit SUICA on an .h5ad (X counts or normalised counts, obsm["spatial"]); spots with obs[split] == "test" are held out."""
 
+    PRESETS = {"cpu": SUICAConfig.cpu, "paper": SUICAConfig.paper}
+    PRESET_FIELD = "model"
+
     data: Path = Path("tissue.h5ad")
     """Input .h5ad file."""
     preprocess: bool = True
