@@ -8,17 +8,20 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import BaseOptions, CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
-from lcia.config import Config, cpu
+from lcia.config import Config, cpu, paper
 from lcia.errors import LciaError
 from lcia.registry import METHOD
 
 
 @dataclass(frozen=True)
-class TrainOptions(BaseOptions):
+class TrainOptions(CommonOptions):
     """Train one continual method on a task stream, task after task, and write the run folder (accuracy matrix,
     Avg/forgetting/BWT, the codebook and the LoRA adapters as safetensors)."""
+
+    PRESETS = {"cpu": cpu, "paper": paper}
+    PRESET_FIELD = "config"
 
     config: Config = cpu()
     """The method's configuration."""
@@ -85,7 +88,15 @@ def train_command(opts: TrainOptions) -> int:
     seed_everything(opts.seed)
     base, tok = _base(opts.model, opts.config, opts.quiet)
     check_fits(tasks, base, tok)
+    from icml25.device import resolve_device
+
+    device = resolve_device(opts.device)
+    if device.type != "cpu":
+        import copy
+
+        base = copy.deepcopy(base).to(device)  # the cached tiny base stays on the CPU
     rd = open_run_dir(METHOD.name, opts)
+    rd.write_env(device=str(device))
     r = run_stream(base, tok, tasks, opts.config, method=opts.method, seed=opts.seed)
     A, learner = r["acc"], r["learner"]
     results = {

@@ -155,6 +155,7 @@ def train_steps(model: Any, tokenizer: Any, examples: Sequence[Example], *, step
     micro = max(1, batch_size // grad_accum)
     perm, pos = torch.randperm(n, generator=gen), 0
     losses: list[float] = []
+    dev = params[0].device  # batches go where the trainable tensors are
     model.train()
     for _ in range(steps):
         opt.zero_grad(set_to_none=True)
@@ -165,7 +166,7 @@ def train_steps(model: Any, tokenizer: Any, examples: Sequence[Example], *, step
             idx = perm[pos:pos + micro]
             pos += micro
             T = int(lengths[idx].max())
-            batch = {k: v[idx, :T] for k, v in data.items()}
+            batch = {k: v[idx, :T].to(dev) for k, v in data.items()}
             loss = model(**batch).loss / grad_accum
             loss.backward()
             total += float(loss.detach())
