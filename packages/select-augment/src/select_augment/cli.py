@@ -7,16 +7,23 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import BaseOptions, CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
-from select_augment.config import AugConfig, LearnConfig, ScoreConfig, SelectConfig
+from select_augment.config import AugConfig, Config, LearnConfig, ScoreConfig, SelectConfig, cpu, paper
 from select_augment.registry import METHOD
 
 
+def _method_settings(c: Config) -> dict:
+    """The parts of a :class:`Config` preset that ``train`` takes: scoring, selection, augmentation, learner."""
+    return {"score": c.score, "select": c.select, "aug": c.aug, "learn": c.learn}
+
+
 @dataclass(frozen=True)
-class TrainOptions(BaseOptions):
+class TrainOptions(CommonOptions):
     """Score the training set with CLIP once, then train a small CNN with per-epoch selection and targeted
     augmentation (or a baseline selector); writes the model, the scores, the cost and the test accuracy."""
+
+    PRESETS = {"cpu": lambda: _method_settings(cpu()), "paper": lambda: _method_settings(paper())}
 
     dataset: Literal["shapes", "digits", "folder"] = "shapes"
     """shapes (tiny-CLIP test bed), digits (scikit-learn's bundled 8x8 digits) or folder (an ImageFolder, --folder)."""
@@ -36,10 +43,12 @@ class TrainOptions(BaseOptions):
     """A local open_clip weight file (nothing is downloaded)."""
     prune_ratio: float = 0.8
     """infobatch only: share of the well-learned samples pruned each epoch."""
-    score: ScoreConfig = field(default_factory=ScoreConfig)
-    select: SelectConfig = field(default_factory=SelectConfig)
-    aug: AugConfig = field(default_factory=AugConfig)
-    learn: LearnConfig = field(default_factory=LearnConfig)
+    score: ScoreConfig = field(default_factory=lambda: cpu().score)
+    """Scoring (defaults: config.cpu(), the full run's: the Gaussian-mixture gate; --preset paper: the quantile gate)."""
+    select: SelectConfig = field(default_factory=lambda: cpu().select)
+    """Selection (defaults: config.cpu(), unweighted fill; --preset paper: Horvitz-Thompson weights)."""
+    aug: AugConfig = field(default_factory=lambda: cpu().aug)
+    learn: LearnConfig = field(default_factory=lambda: cpu().learn)
 
 
 @dataclass(frozen=True)
@@ -141,14 +150,17 @@ def train_command(opts: TrainOptions) -> int:
     aug = TargetedAugment((tr.images, tr.labels), sel, policy=A.policy, aug_ratio=A.aug_ratio, mode=A.mode,
                           mix=A.mix, targeting=targeting, suitability=scores.suitability, num_classes=C,
                           exclude_ops=A.exclude_ops, seed=opts.seed)
+    from icml25.device import resolve_device
+
+    device = resolve_device(opts.device)
     rd.write_config(json.loads(json.dumps(asdict(opts), default=str)))
-    rd.write_env(device="cpu")
+    rd.write_env(device=str(device))
 
     def log(rec, model):
         rd.log(rec["epoch"], **{k: v for k, v in rec.items() if k != "epoch"})
 
     res = train(tr.images, tr.labels, augment=aug, epochs=L.epochs, num_classes=C, batch_size=L.batch_size,
-                lr=L.lr, width=L.width, downsample=L.downsample, seed=opts.seed, callback=log)
+                lr=L.lr, width=L.width, downsample=L.downsample, seed=opts.seed, callback=log, device=device)
     acc = accuracy(res.model, te.images, te.labels)
     save_model(rd.path / "model", res.model, {"num_classes": C, "width": L.width, "downsample": L.downsample})
     np.savez_compressed(rd.path / "scores.npz", consistency=scores.consistency, density=scores.density,

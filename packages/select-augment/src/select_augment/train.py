@@ -68,11 +68,13 @@ class TrainResult:
 
 def train(images: np.ndarray, labels: np.ndarray, *, augment: TargetedAugment, epochs: int, num_classes: int,
           batch_size: int = 128, lr: float = 0.05, momentum: float = 0.9, weight_decay: float = 5e-4,
-          width: int = 16, downsample: int = 1, seed: int = 0, callback: Any = None) -> TrainResult:
+          width: int = 16, downsample: int = 1, seed: int = 0, callback: Any = None,
+          device: torch.device | str = "cpu") -> TrainResult:
     """Train :class:`SmallCNN` for ``epochs`` epochs over ``augment``'s selector; the cost meter counts every view.
 
     ``augment.selector`` decides ``S_t`` each epoch (``set_epoch``), gives the loss weights (``weights``) and receives
-    the per-sample losses of the original views (``update``)."""
+    the per-sample losses of the original views (``update``). ``device``: where the model and each batch live (the
+    selection and the augmentation run on the CPU)."""
     if epochs < 1:
         raise SelectAugmentError(f"epochs must be >= 1, got {epochs}")
     if batch_size < 1:
@@ -80,7 +82,7 @@ def train(images: np.ndarray, labels: np.ndarray, *, augment: TargetedAugment, e
     if not (math.isfinite(lr) and lr > 0):
         raise SelectAugmentError(f"lr must be a finite number > 0, got {lr}")
     torch.manual_seed(seed)
-    model = SmallCNN(num_classes, width=width, downsample=downsample)
+    model = SmallCNN(num_classes, width=width, downsample=downsample).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=True)
     selector = augment.selector
     meter = CostMeter(len(labels), epochs)
@@ -100,8 +102,8 @@ def train(images: np.ndarray, labels: np.ndarray, *, augment: TargetedAugment, e
                 g["lr"] = lr * scale * 0.5 * (1 + math.cos(math.pi * progress))
             ids = order[s:s + batch_size]
             x, y, view_ids = augment.batch(ids)
-            logits = model(x)
-            loss, ce = weighted_loss(logits, y, selector.weights(view_ids))
+            logits = model(x.to(device))
+            loss, ce = weighted_loss(logits, y.to(device), selector.weights(view_ids).to(device))
             value = float(loss.detach())
             if not math.isfinite(value):
                 raise FloatingPointError(f"training diverged at epoch {epoch} (loss {value}); lower lr")
@@ -123,11 +125,12 @@ def train(images: np.ndarray, labels: np.ndarray, *, augment: TargetedAugment, e
 def accuracy(model: nn.Module, images: np.ndarray, labels: np.ndarray, *, batch_size: int = 512) -> float:
     """Top-1 accuracy on uint8 ``images [N, H, W, 3]`` (no augmentation)."""
     model.eval()
+    dev = next(model.parameters()).device
     correct = 0
     x_all = torch.from_numpy(np.ascontiguousarray(np.asarray(images).transpose(0, 3, 1, 2)))  # [N, 3, H, W]
     y_all = torch.as_tensor(np.asarray(labels, dtype=np.int64))
     with torch.no_grad():
         for s in range(0, len(y_all), batch_size):
-            pred = model(to_input(x_all[s:s + batch_size])).argmax(1)
+            pred = model(to_input(x_all[s:s + batch_size]).to(dev)).argmax(1).cpu()
             correct += int((pred == y_all[s:s + batch_size]).sum())
     return correct / max(len(y_all), 1)
