@@ -17,8 +17,15 @@ from dataclasses import asdict, dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Literal  # noqa: E402
 
-from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, reproduce_command  # noqa: E402
+from icml25.cli_helpers import (  # noqa: E402
+    BaseOptions,
+    CommonOptions,
+    ReproduceOptions,
+    method_main,
+    reproduce_command,
+)
 
+from sggm.config import TrainPreset  # noqa: E402
 from sggm.registry import METHOD  # noqa: E402
 
 
@@ -65,8 +72,10 @@ class SweepOptions(BaseOptions):
 
 
 @dataclass(frozen=True)
-class TrainOptions(BaseOptions):
+class TrainOptions(CommonOptions):
     """Train a GDSS-style ScoreNetwork by time-weighted denoising score matching on generated graphs."""
+
+    PRESETS = {"cpu": TrainPreset.cpu, "paper": TrainPreset.paper}  # sggm.config.TrainPreset: own fields
 
     task: Literal["features", "structure"] = "features"
     """features: X ~ N(0, (I + αL)⁻¹) on one fixed graph; structure: 0/1 adjacencies of the family (as ±1)."""
@@ -193,8 +202,11 @@ def train_command(opts: TrainOptions) -> int:
 
         from sggm.gaussian import GaussianGraphModel
         from sggm.score_net import ScoreNetwork, train_score
+        from icml25.device import resolve_device
+
         from sggm.sde import VP
 
+        device = resolve_device(opts.device)
         seed_everything(opts.seed)
         if opts.task == "features":
             m = GaussianGraphModel(paradigm="features", graph=make_graph(opts.graph, opts.n, mean_degree=opts.degree,
@@ -214,7 +226,7 @@ def train_command(opts: TrainOptions) -> int:
                                depth=opts.depth)
             generate, T = "A", 1.0
         losses = train_score(net, X0, A0, generate=generate, steps=opts.steps, batch_size=opts.batch_size,
-                             lr=opts.lr, T=T, seed=opts.seed, progress=not opts.quiet)
+                             lr=opts.lr, T=T, seed=opts.seed, progress=not opts.quiet, device=device)
         for i, loss in enumerate(losses):
             if i % 50 == 0 or i == len(losses) - 1:
                 rd.log(i, loss=loss)
@@ -222,7 +234,7 @@ def train_command(opts: TrainOptions) -> int:
                "alpha": opts.alpha, "T": T, "seed": opts.seed}
         save_model(rd.path / "model", net, cfg)
         rd.write_config(asdict(opts))
-        rd.write_env(device="cpu")
+        rd.write_env(device=str(device))
         rd.write_json("train.json", {"final_loss": float(np.mean(losses[-20:])), "steps": opts.steps})
     if not opts.quiet:
         print(f"final DSM loss {np.mean(losses[-20:]):.4g}; written to {rd.target}")

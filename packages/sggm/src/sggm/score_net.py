@@ -131,25 +131,28 @@ def dsm_loss(net: ScoreNetwork, X0: torch.Tensor, A0: torch.Tensor, *, generate:
     """Time-weighted DSM loss on a batch ``X0 [B, n, F]``, ``A0 [B, n, n]``; ``generate`` in ``{"X", "A", "both"}``
     (the other component is passed clean, as the condition)."""
     b, n, _ = X0.shape
-    t = t_min + (T - t_min) * torch.rand(b, generator=generator, dtype=X0.dtype)
+    dev = X0.device  # draws come from the (CPU) generator, then move to the batch's device
+    t_cpu = t_min + (T - t_min) * torch.rand(b, generator=generator, dtype=X0.dtype)
+    t = t_cpu.to(dev)
     loss = X0.new_zeros(())
     Xt, At = X0, A0
     if generate in ("X", "both"):
-        zx = torch.randn(X0.shape, generator=generator, dtype=X0.dtype)
-        a = torch.as_tensor(net.sde_x.mean_coef(t.double().numpy()), dtype=X0.dtype)[:, None, None]
-        sd = torch.as_tensor(np.sqrt(net.sde_x.var(t.double().numpy())), dtype=X0.dtype)[:, None, None]
+        zx = torch.randn(X0.shape, generator=generator, dtype=X0.dtype).to(dev)
+        a = torch.as_tensor(net.sde_x.mean_coef(t_cpu.double().numpy()), dtype=X0.dtype, device=dev)[:, None, None]
+        sd = torch.as_tensor(np.sqrt(net.sde_x.var(t_cpu.double().numpy())), dtype=X0.dtype, device=dev)[:, None, None]
         Xt = a * X0 + sd * zx
     if generate in ("A", "both"):
-        za = torch.triu(torch.randn(A0.shape, generator=generator, dtype=A0.dtype), 1)
+        za = torch.triu(torch.randn(A0.shape, generator=generator, dtype=A0.dtype), 1).to(dev)
         za = za + za.transpose(-1, -2)
-        a = torch.as_tensor(net.sde_a.mean_coef(t.double().numpy()), dtype=A0.dtype)[:, None, None]
-        sd_a = torch.as_tensor(np.sqrt(net.sde_a.var(t.double().numpy())), dtype=A0.dtype)[:, None, None]
+        a = torch.as_tensor(net.sde_a.mean_coef(t_cpu.double().numpy()), dtype=A0.dtype, device=dev)[:, None, None]
+        sd_a = torch.as_tensor(np.sqrt(net.sde_a.var(t_cpu.double().numpy())), dtype=A0.dtype,
+                               device=dev)[:, None, None]
         At = a * A0 + sd_a * za
     sx, sa = net(Xt, At, t, heads={"X": "x", "A": "a", "both": "xa"}[generate])
     if generate in ("X", "both"):
         loss = loss + ((sd * sx + zx) ** 2).sum(dim=(-1, -2)).mean()
     if generate in ("A", "both"):
-        iu = torch.triu_indices(n, n, 1)
+        iu = torch.triu_indices(n, n, 1, device=dev)
         r = (sd_a * sa + za)[:, iu[0], iu[1]]
         loss = loss + (r**2).sum(-1).mean()
     return loss
@@ -157,8 +160,11 @@ def dsm_loss(net: ScoreNetwork, X0: torch.Tensor, A0: torch.Tensor, *, generate:
 
 def train_score(net: ScoreNetwork, X0: np.ndarray, A0: np.ndarray, *, generate: str = "both", steps: int = 500,
                 batch_size: int = 64, lr: float = 2e-3, T: float = 1.0, t_min: float = 1e-3, seed: int = 0,
-                progress: bool = False) -> list[float]:
-    """Train ``net`` by time-weighted DSM on the dataset ``X0 [S, n, F]``, ``A0 [S, n, n]``; returns the losses."""
+                progress: bool = False, device: torch.device | str | None = None) -> list[float]:
+    """Train ``net`` by time-weighted DSM on the dataset ``X0 [S, n, F]``, ``A0 [S, n, n]``; returns the losses.
+
+    ``device``: move ``net`` and the data set there first (default: where ``net`` is); the random draws stay on the
+    CPU generator (the same numbers on every device)."""
     from icml25.train import check_finite
     from icml25.train import progress as bar
 
@@ -172,13 +178,17 @@ def train_score(net: ScoreNetwork, X0: np.ndarray, A0: np.ndarray, *, generate: 
         raise SggmError(f"X0 must be [S, n, F] and A0 [S, n, n], got {tuple(X0t.shape)} and {tuple(A0t.shape)}")
     if not (torch.isfinite(X0t).all() and torch.isfinite(A0t).all()):
         raise SggmError("training data contains NaN or inf")
+    if device is not None:
+        net.to(device)
+    dev = next(net.parameters()).device
+    X0t, A0t = X0t.to(dev), A0t.to(dev)
     g = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     losses = []
     for step in bar(range(steps), desc="DSM", disable=None if progress else True):
-        idx = torch.randint(0, X0t.shape[0], (batch_size,), generator=g)
+        idx = torch.randint(0, X0t.shape[0], (batch_size,), generator=g).to(dev)
         loss = dsm_loss(net, X0t[idx], A0t[idx], generate=generate, T=T, t_min=t_min, generator=g)
         opt.zero_grad()
         loss.backward()
