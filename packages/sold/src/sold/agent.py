@@ -64,7 +64,7 @@ class SOLD:
     """
 
     def __init__(self, env, *, config: AgentConfig | None = None, ae_config: AutoencoderConfig | None = None,
-                 autoencoder=None, representation: str = "slots", seed: int = 0):
+                 autoencoder=None, representation: str = "slots", seed: int = 0, device: str | torch.device = "cpu"):
         if representation not in ("slots", "holistic"):
             raise SoldError(f"representation must be 'slots' or 'holistic', got {representation!r}")
         self.cfg = config or AgentConfig()
@@ -78,6 +78,7 @@ class SOLD:
         if act_shape is None or len(act_shape) != 1:
             raise SoldError(f"the env must have a 1-D Box action space, got {env.action_space}")
         self.env, self.seed, self.representation = env, seed, representation
+        self.device = torch.device(device)  # where the networks and the sampled windows live (the env is on the CPU)
         self.image_size, self.action_dim = int(obs_shape[0]), int(act_shape[0])
         low, high = (np.asarray(getattr(env.action_space, k), np.float64).reshape(-1) for k in ("low", "high"))
         if not (np.isfinite(low).all() and np.isfinite(high).all() and (high > low).all()):
@@ -136,6 +137,10 @@ class SOLD:
             entropy_coef=c.entropy_coef, actor_lr=c.actor_lr, critic_lr=c.critic_lr, target_decay=c.target_decay,
             clamp_pre_tanh=c.clamp_pre_tanh, clip_imagined_actions=c.clip_imagined_actions,
             entropy_weighting=c.entropy_weighting)
+        # the optimisers hold the same Parameter objects, so moving after building them is safe (no state yet)
+        self.autoencoder.to(self.device)
+        self.world.to(self.device)
+        self.learner.to(self.device)
 
     def pretrain(self, *, episodes: int | None = None, steps: int | None = None, progress: bool = False) -> list[float]:
         """Pre-train the autoencoder without supervision on random-action episodes of the env."""
@@ -147,6 +152,7 @@ class SOLD:
             self.autoencoder = build_savi(a, image_size=self.image_size, action_dim=self.action_dim)
         else:
             self.autoencoder = build_holistic_ae(a, image_size=self.image_size)
+        self.autoencoder.to(self.device)
         curve = pretrain_autoencoder(self.autoencoder, frames, steps=steps or a.pretrain_steps, batch=a.batch,
                                      seq_len=a.seq_len, lr=a.lr if self.representation == "slots" else a.holistic_lr,
                                      seed=self.seed, warmup=a.warmup, clip=a.grad_clip,
@@ -173,7 +179,7 @@ class SOLD:
         if video.shape[-1] != self.image_size or video.shape[-2] != self.image_size:
             raise SoldError(f"observations must be {self.image_size}×{self.image_size}×3, got "
                             f"{tuple(np.asarray(obs_history).shape[-3:])}")
-        return self.world.encode(video)
+        return self.world.encode(torch.as_tensor(video).to(self.device))
 
     @torch.no_grad()
     def predict(self, obs_history, *, deterministic: bool = True) -> np.ndarray:
@@ -183,7 +189,7 @@ class SOLD:
         lat = self._encode_history(obs_history)
         if self.cfg.act_history:
             lat = lat[:, -self.cfg.act_history:]
-        return self.learner.act(lat, deterministic=deterministic)[0].numpy()
+        return self.learner.act(lat, deterministic=deterministic)[0].cpu().numpy()
 
     # ------------------------------------------------------------------ learning
     def _update(self, timings: dict[str, float] | None = None) -> dict[str, float]:
@@ -195,11 +201,11 @@ class SOLD:
         ctx = int(self.rng.integers(c.min_context, c.max_context + 1))
         seq = c.max_context + c.dyn_horizon
         frames, acts, rews = self.buffer.sample(c.batch, seq, self.rng)
-        video = as_video(torch.as_tensor(frames_to_video(frames)), self.image_size)
+        video = as_video(torch.as_tensor(frames_to_video(frames)).to(self.device), self.image_size)
         lat = self.world.encode(video)                                              # frozen, re-encoded per window
-        a_after = actions_after(acts)
+        a_after = actions_after(acts).to(self.device)
         t1 = time.perf_counter()
-        out = self.world.train_step(lat, video, a_after, torch.as_tensor(rews), context=ctx,
+        out = self.world.train_step(lat, video, a_after, torch.as_tensor(rews).to(self.device), context=ctx,
                                     horizon=seq - ctx)
         t2 = time.perf_counter()
         out.update(self.learner.update(self.world.predictor(), self.world.reward, lat[:, :ctx],

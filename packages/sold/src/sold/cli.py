@@ -7,10 +7,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, run_reproduce
+from icml25.cli_helpers import BaseOptions, CommonOptions, ReproduceOptions, method_main, open_run_dir, run_reproduce
 
 from sold import config as _config
-from sold.config import AgentConfig, AutoencoderConfig, EnvConfig, validate_all
+from sold.config import AgentConfig, AutoencoderConfig, EnvConfig, TrainPreset, validate_all
 from sold.registry import METHOD
 
 DEFAULT_ENV = "sold/ColorReach2D-v0"
@@ -32,8 +32,10 @@ class PretrainOptions(BaseOptions):
 
 
 @dataclass(frozen=True)
-class TrainOptions(BaseOptions):
+class TrainOptions(CommonOptions):
     """Train a SOLD agent (or the holistic baseline agent) online; save it to --out."""
+
+    PRESETS = {"cpu": TrainPreset.cpu, "paper": TrainPreset.paper}  # sold.config.TrainPreset: scene, ae, agent, steps
 
     env: str = DEFAULT_ENV
     """Gymnasium env id: the package's sold/ColorReach2D-v0 or sold/Push2D-v0 (set up by --scene.*), or any
@@ -195,19 +197,22 @@ def train_command(opts: TrainOptions) -> int:
         if conf["representation"] != opts.representation:
             raise ValueError(f"--pretrained holds a {conf['representation']!r} autoencoder but --representation is "
                              f"{opts.representation!r}")
+    from icml25.device import resolve_device
+
+    device = resolve_device(opts.device)
     seed_everything(opts.seed)
     env = make_env(opts.env, opts.scene)
     rd = open_run_dir("sold", opts)
     ae_cfg = AutoencoderConfig(**conf["ae"]) if conf else opts.ae
     agent = SOLD(env, config=opts.agent, ae_config=ae_cfg, autoencoder=ae, representation=opts.representation,
-                 seed=opts.seed)
+                 seed=opts.seed, device=device)
 
     def log(ag, out) -> None:
         rd.log(ag.trace.env_steps, **out)
 
     agent.learn(opts.steps, progress=not opts.quiet, callback=log)
     rd.write_config(asdict(opts))
-    rd.write_env(device="cpu")
+    rd.write_env(device=str(device))
     conf = {"ae": asdict(ae_cfg), "representation": opts.representation, **_env_meta(env)}
     save_model(rd.path / "model", agent.autoencoder, conf)
     state = {f"world.{k}": v for k, v in agent.world.state_dict().items()}

@@ -320,6 +320,41 @@ def paper() -> Config:
         seeds=10)
 
 
+@dataclass(frozen=True)
+class TrainPreset:
+    """The settings of ``sold train`` a preset fixes (each is the option of the same name; ``sold train --preset``):
+    :meth:`paper` and :meth:`cpu` (the module's ``paper()`` / ``cpu()`` are ``reproduce``'s settings)."""
+
+    scene: EnvConfig = field(default_factory=EnvConfig)
+    """The package's own envs."""
+    ae: AutoencoderConfig = field(default_factory=AutoencoderConfig)
+    """Autoencoder and its pre-training."""
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    """World model and behaviour learning."""
+    steps: int = 2000
+    """Environment steps."""
+
+    @classmethod
+    def paper(cls) -> TrainPreset:
+        """SOLD's released setting (sold.md, "SAVi" and the "Schedule and optimizers" table; the sizes of
+        :func:`paper`): SAVi with 7 slots of 128 pre-trained 470k steps (batch 64, sequences of 8, lr 1e-4, clipping
+        0.05), 4-layer 256-wide transformers, H = 15, batch 8, learning rates 1e-4 / 3e-5, 250 random seed steps,
+        2 updates every 25 env steps, a 1.25M-step replay buffer, 10M env steps ("up to"), on 64 x 64 images with
+        50-step episodes.
+
+        Not expressible: the MuJoCo robot tasks (the package's 2-D scenes stand in; ``--env`` takes any registered
+        image env) and action repeat 2."""
+        base = paper()
+        return cls(scene=EnvConfig(size=64, max_steps=50), ae=base.ae,
+                   agent=replace(base.agent, buffer_steps=1_250_000), steps=10_000_000)
+
+    @classmethod
+    def cpu(cls) -> TrainPreset:
+        """The CPU scale ``sold train`` uses by default (32 x 32 scenes, 25-step episodes, small transformers, 2000
+        env steps; sold.md, "Reproduction at CPU scale")."""
+        return cls()
+
+
 FULL_PRETRAIN_STEPS = 2500
 """Pre-training steps of both autoencoders in the main full run (their reconstruction error is the floor under
 every open-loop MSE: the world models can only beat copying the last frame where it is below that control's error)."""

@@ -209,7 +209,7 @@ class ImaginationLearner(nn.Module):
         returns = lambda_returns(rewards, values, gamma=self.gamma, lam=self.lam)  # R(z_0 … z_{H−1})
         with torch.no_grad():
             v_targ = self.twohot.mean(self.target_critic(states.detach())[:, c - 1: c - 1 + h])  # [B, H]
-        disc = self.gamma ** torch.arange(h, dtype=returns.dtype)                  # γ^k
+        disc = self.gamma ** torch.arange(h, dtype=returns.dtype, device=returns.device)  # γ^k
         _, scale = self.moments(returns[:, : h - 1])
         adv = (returns[:, : h - 1] - v_targ[:, : h - 1]) / scale
         if self.entropy_weighting == "discounted":

@@ -125,7 +125,7 @@ class _WorldModel(nn.Module):
         x = as_video(frames, self.image_size)
         pred = self.dynamics.rollout(latents[:, :context], acts_after[:, : context + horizon - 1], horizon)
         img = self.decode_image(pred)
-        return ((img - x[:, context: context + horizon]) ** 2).mean(dim=(0, 2, 3, 4)).numpy()
+        return ((img - x.to(img.device)[:, context: context + horizon]) ** 2).mean(dim=(0, 2, 3, 4)).cpu().numpy()
 
 
 class CachedPredictor(GrowingHistory):
@@ -215,17 +215,18 @@ def pretrain_autoencoder(model: nn.Module, frames: np.ndarray, *, steps: int, ba
         raise SoldError(f"seq_len ({seq_len}) must be <= the episode length ({t})")
     rng = np.random.default_rng(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
+    dev = next(model.parameters()).device  # windows are cut on the CPU and moved to the model's device
     curve = []
     model.train()
     for step in bar(range(steps), desc=f"pretrain {type(model).__name__}", disable=not progress):
         for g in opt.param_groups:
             g["lr"] = lr * min(1.0, (step + 1) / max(warmup, 1))
         idx, off = rng.integers(0, e, batch), rng.integers(0, t - seq_len + 1, batch)
-        video = np.stack([frames[i, o: o + seq_len] for i, o in zip(idx, off)])
+        video = torch.as_tensor(np.stack([frames[i, o: o + seq_len] for i, o in zip(idx, off)])).to(dev)
         if actions is not None and getattr(model, "action_conditioned", False):
             # pair frame t with the action taken *at* frame t (= the led-to action of frame t + 1)
             acts = actions_after(np.stack([actions[i, o: o + seq_len + 1] for i, o in zip(idx, off)]))[:, :seq_len]
-            loss = model.loss(video, acts)
+            loss = model.loss(video, acts.to(dev))
         else:
             loss = model.loss(video)
         opt.zero_grad(set_to_none=True)
