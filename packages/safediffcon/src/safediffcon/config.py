@@ -230,7 +230,7 @@ BUDGETS = Budgets(
                   pretrain_eval_every=40,
                   post_steps=20, adjoint_iters=12, speed_trajectories=16, seeds=3, few_seeds=1, mask_row=False,
                   options_all_seeds=False),
-    full=replace(cpu(), seeds=6),
+    full=replace(cpu(), seeds=5),
 )
 
 BUDGETS_NX128 = Budgets(
