@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, reproduce_command
 
-from k2ie.config import EstimatorConfig
+from k2ie.config import EstimatorConfig, cpu, fit_settings, paper
 from k2ie.errors import K2ieError
 from k2ie.registry import METHOD
 
@@ -27,7 +27,9 @@ DataName = Literal["l1", "l2", "l3", "bumps2d"]
 
 @dataclass(frozen=True)
 class FitOptions(BaseOptions):
-    """Fit an intensity estimator and write the run directory."""
+    """Fit an intensity estimator and write the run directory (a NumPy method: it runs on the CPU, no --device)."""
+
+    PRESETS = {"cpu": lambda: fit_settings(cpu()), "paper": lambda: fit_settings(paper())}
 
     method: Literal["k2ie", "kie", "fie"] = "k2ie"
     """Estimator: K²IE, the edge-corrected KIE, or Flaxman et al.'s RKHS estimator."""

@@ -102,6 +102,13 @@ def cpu() -> Config:
 
 
 
+def fit_settings(c: Config) -> dict:
+    """The options of ``k2ie fit`` that a :class:`Config` preset fixes (``k2ie fit --preset paper|cpu``): the (a, b)
+    grid, the hold-out splits and p, and M random features."""
+    return {"grid_size": c.grid_size, "n_splits": c.n_splits, "p": c.p,
+            "estimator": EstimatorConfig(n_features=c.n_features)}
+
+
 BUDGETS = Budgets(
     smoke=replace(cpu(), seeds=1, n_features=100, grid_size=3, n_splits=2, datasets_1d=("l1",), p_cells=(0.5,),
                   time_ns=(50, 100), rff_ms=(20, 100), release_fie=False, quad_per_unit=2.0),

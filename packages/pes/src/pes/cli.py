@@ -15,7 +15,11 @@ from pes.registry import METHOD
 @dataclass(frozen=True)
 class TrainOptions(BaseOptions):
     """Train one linear policy with PES, SL-PG or fixed-σ GPOMDP/PGPE and write the run directory
-    (config.json, env.json, metrics.jsonl, policy.json with θ, summary.json)."""
+    (config.json, env.json, metrics.jsonl, policy.json with θ, summary.json). A NumPy method: it runs on the CPU (no
+    --device)."""
+
+    PRESETS = {"cpu": LearnerConfig.cpu, "paper": LearnerConfig.paper}
+    PRESET_FIELD = "learner"
 
     learner: LearnerConfig = LearnerConfig()
     """The learner's settings."""

@@ -67,6 +67,21 @@ class LearnerConfig:
     eval_every: int = 10
     """Record J_D (exact on LQR, Monte Carlo otherwise) every this many iterations."""
 
+    @classmethod
+    def paper(cls, **overrides) -> LearnerConfig:
+        """PES on MuJoCo Swimmer-v5 as the camera-ready runs (pes.md, "Paper's experiments" and the findings on the
+        released scripts (``extract_perf.py``)): AB exploration, y = 1, 25 phases x 200 iterations (σ 1 → 0.04), θ
+        lr 0.01 with Adam, batch N = 100, horizon T = 200, γ = 1 (the gymnasium tasks' default here; the note gives
+        none). ``--algorithm slpg`` gives SL-PG (there: 5000 phases x 1 iteration, exp parameterisation)."""
+        return cls(**({"env": "Swimmer-v5", "phases": 25, "iters_per_phase": 200, "sigma0": 1.0, "sigma_exponent": 1.0,
+                       "lr": 0.01, "optimizer": "adam", "batch": 100, "horizon": 200, "gamma": 1.0} | overrides))
+
+    @classmethod
+    def cpu(cls, **overrides) -> LearnerConfig:
+        """The CPU scale ``pes train`` uses by default (the class defaults): the official LQR (s = 1, a = 2), 10 phases
+        x 50 iterations, N = 100, T = 20 (pes.md, "Reproduction at CPU scale")."""
+        return cls(**overrides)
+
     def validate(self) -> None:
         """Raise :class:`~pes.errors.PesError` naming the first bad field (called by the CLI before any write)."""
         check_positive(self, "phases", "iters_per_phase", "batch", "horizon", "eval_every")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, reproduce_command
 
-from private_robust_align.config import EstimatorConfig, SimConfig
+from private_robust_align.config import EstimatorConfig, FitPreset, SimConfig
 from private_robust_align.registry import METHOD
 
 
@@ -27,7 +27,10 @@ class SimulateOptions(BaseOptions):
 
 @dataclass(frozen=True)
 class FitOptions(BaseOptions):
-    """Fit the debiased, norm-constrained estimator on a data file (or on freshly simulated data)."""
+    """Fit the debiased, norm-constrained estimator on a data file (or on freshly simulated data). A NumPy method: it
+    runs on the CPU (no --device)."""
+
+    PRESETS = {"cpu": FitPreset.cpu, "paper": FitPreset.paper}  # private_robust_align.config.FitPreset
 
     data: Path | None = None
     """An .npz file with arrays x [n, d] and z [n] in {0, 1} (e.g. `simulate`'s data.npz); default: simulate."""

@@ -134,6 +134,30 @@ class Config:
             raise PrivateRobustAlignError(f"dim must be >= 2 (the directional adversary needs u ⊥ θ*), got {self.dim}")
 
 
+@dataclass(frozen=True)
+class FitPreset:
+    """The options of ``private-robust-align fit`` a preset fixes (``fit --preset paper|cpu``): the estimator and the
+    data it simulates without ``--data``."""
+
+    estimator: EstimatorConfig = field(default_factory=EstimatorConfig)
+    """Norm bound B and ridge λ."""
+    sim: SimConfig = field(default_factory=SimConfig)
+    """Simulated data."""
+
+    @classmethod
+    def paper(cls) -> FitPreset:
+        """The same as :meth:`cpu`: the paper is a theory paper whose small experiments are not in the note
+        (private-robust-align.md, "Paper's experiments and numbers": "No numbers are available"), so there is no
+        larger setting to scale to; B = 2 is the note's bound on ‖θ*‖ in both."""
+        return cls.cpu()
+
+    @classmethod
+    def cpu(cls) -> FitPreset:
+        """What ``fit`` uses by default: B = 2, no ridge; 5000 pairs in d = 5, ε = 1, no corruption (the note's
+        "Reproduction at CPU scale" design)."""
+        return cls()
+
+
 def paper() -> Config:
     """The note's grid as far as an 8-minute CPU budget affords (n to 32k, 64k for the ε slope, 30 seeds)."""
     return Config()

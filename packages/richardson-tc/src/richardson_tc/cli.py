@@ -8,7 +8,7 @@ from typing import Literal
 
 from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, reproduce_command
 
-from richardson_tc.config import SolverOptions, cpu
+from richardson_tc.config import CPU_DATA, PAPER_DATA, SolverOptions, cpu, paper
 from richardson_tc.errors import RichardsonTcError
 from richardson_tc.registry import METHOD
 
@@ -18,7 +18,11 @@ SolverName = Literal["lifted", "lifted-accel", "lifted-sampled", "direct", "dire
 
 @dataclass(frozen=True)
 class CompleteOptions(BaseOptions):
-    """Complete a tensor (generated, or your .npy/.mat file) from the entries in Ω; write factors and history."""
+    """Complete a tensor (generated, or your .npy/.mat file) from the entries in Ω; write factors and history. A NumPy
+    method: it runs on the CPU (no --device)."""
+
+    PRESETS = {"cpu": lambda: {"solver_options": cpu(), **CPU_DATA},
+               "paper": lambda: {"solver_options": paper(), **PAPER_DATA}}
 
     solver_options: SolverOptions = field(default_factory=cpu)
     """How each ALS block is solved."""

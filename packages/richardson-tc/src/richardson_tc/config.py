@@ -139,13 +139,23 @@ class Config:
 
 
 def paper() -> SolverOptions:
-    """The released code's settings: rank 16, ε = 0.01 with the official stop rule, 10 sweeps, 1024 inner steps."""
+    """The released code's settings (richardson-tc.md, "Official CP-completion code: defaults and algorithm" and the
+    result logs): rank 16, ε = 0.01 with the official stop rule, 10 ALS sweeps, at most 1024 Richardson steps.
+    ``richardson-tc complete --preset paper`` also completes the paper's 100³ random CP tensor of rank 16
+    (:data:`PAPER_DATA`); its other tensors (random normal, real data) are ``--tensor`` / ``--input``."""
     return SolverOptions(rank=16, tol=0.01, stop_rule="official", accelerate=True)
 
 
 def cpu() -> SolverOptions:
-    """Our defaults: rank 8, the block-convergence stop rule at ε = 1e-3, accelerated."""
+    """Our defaults: rank 8, the block-convergence stop rule at ε = 1e-3, accelerated (on a 60³ tensor of CP rank 8,
+    :data:`CPU_DATA`)."""
     return SolverOptions(rank=8, tol=1e-3, stop_rule="step", accelerate=True)
+
+
+PAPER_DATA = {"shape": (100, 100, 100), "true_rank": 16}
+"""The generated tensor of ``complete --preset paper``: the paper's random CP tensor, 100³ of rank 16."""
+CPU_DATA = {"shape": (60, 60, 60), "true_rank": 8}
+"""The generated tensor ``complete`` uses by default."""
 
 
 BUDGETS = Budgets(
