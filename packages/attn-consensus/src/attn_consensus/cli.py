@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, reproduce_command
+from icml25.cli_helpers import BaseOptions, CommonOptions, ReproduceOptions, method_main, reproduce_command
 
+from attn_consensus.config import Gpt2Preset
 from attn_consensus.errors import AttnConsensusError
 from attn_consensus.registry import METHOD
 
@@ -67,8 +68,10 @@ class SimulateOptions(BaseOptions):
 
 
 @dataclass(frozen=True)
-class Gpt2Options(BaseOptions):
+class Gpt2Options(CommonOptions):
     """Run the consensus loop over a GPT-2 block stack on random prompts; write the per-layer diagnostic curve."""
+
+    PRESETS = {"cpu": Gpt2Preset.cpu, "paper": Gpt2Preset.paper}  # attn_consensus.config.Gpt2Preset
 
     model: str = "tiny"
     """'tiny' (a random-init GPT2Config model), 'tiny-trained' (trained briefly on the tiny-LM tasks), or a local
@@ -200,6 +203,10 @@ def gpt2_command(opts: Gpt2Options) -> int:
                                          seed=opts.seed)
         else:
             model = load_model(opts.model, attn_implementation=opts.attn_implementation)
+        from icml25.device import resolve_device
+
+        device = resolve_device(opts.device)
+        model = model.to(device)  # the loop runs where the model is (prompts follow it)
         _stack(model)
         set_attn_implementation(model, opts.attn_implementation)
         check_mask_supported(model, opts.mask)
@@ -215,7 +222,7 @@ def gpt2_command(opts: Gpt2Options) -> int:
                    "ratio": curve.ratio, "final_diameter": float(curve.diameter[-1]), "mask": curve.mask,
                    "attn_implementation": curve.attn_implementation, "layers_per_pass": curve.n_layer}
         rd.write_json("summary.json", summary)
-        rd.write_env(device="cpu")
+        rd.write_env(device=str(device))
     if not opts.quiet:
         print(summary)
         print(f"written to {rd.target}")

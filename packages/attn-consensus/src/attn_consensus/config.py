@@ -89,6 +89,37 @@ class Config:
         return int(round(self.horizon / self.dt))
 
 
+@dataclass(frozen=True)
+class Gpt2Preset:
+    """The options of ``attn-consensus gpt2`` a preset fixes (``gpt2 --preset paper|cpu``)."""
+
+    model: str = "tiny"
+    """'tiny', 'tiny-trained', or a local path / hub id."""
+    iterations: int = 100
+    """Consensus iterations."""
+    batch: int = 8
+    """Random prompts."""
+    length: int = 32
+    """Tokens per prompt."""
+    seed: int = 0
+    """Seed."""
+
+    @classmethod
+    def paper(cls) -> Gpt2Preset:
+        """The official script's GPT-2 run (attn-consensus.md, "Paper's experiments and numbers" and the audit of the
+        released code): GPT-2-XL (``gpt2-xl`` from the hub: needs the network or a local copy; ``--model`` takes a
+        GPT-Neo-2.7B folder too), 1000 consensus iterations, seed 42, on 5 random prompts of 50 tokens (a README
+        example; nothing records the figures' prompts).
+
+        Not expressible: fp16 (the loop runs in the model's dtype)."""
+        return cls(model="gpt2-xl", iterations=1000, batch=5, length=50, seed=42)
+
+    @classmethod
+    def cpu(cls) -> Gpt2Preset:
+        """What ``gpt2`` uses by default: a tiny random-init GPT-2, 100 iterations, 8 prompts of 32 tokens."""
+        return cls()
+
+
 def paper() -> Config:
     """The note's CPU plan at full size (the paper itself publishes no simulation settings)."""
     return Config()

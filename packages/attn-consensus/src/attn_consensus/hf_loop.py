@@ -310,7 +310,7 @@ def hf_consensus_loop(model: Any, input_ids: Any, *, iterations: int, mask: str 
     if not torch.isfinite(h).all():
         raise AttnConsensusError(f"hidden states became non-finite within {iterations} passes")
     diams.append(float(geodesic_diameter(h).mean()))
-    per_prompt = torch.stack(gaps, dim=1).numpy()  # [B, S]
+    per_prompt = torch.stack(gaps, dim=1).cpu().numpy()  # [B, S]
     return ConsensusCurve(gap=per_prompt.mean(0), gap_per_prompt=per_prompt, diameter=np.asarray(diams),
                           n_layer=n_layer if diagnostics else 1, mask=mask,
                           attn_implementation=attn_implementation(model), final_hidden=h)
