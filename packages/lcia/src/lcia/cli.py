@@ -8,7 +8,14 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import (
+    BaseOptions,
+    CommonOptions,
+    ReproduceOptions,
+    method_main,
+    open_run_dir,
+    reproduce_command,
+)
 
 from lcia.config import Config, cpu, paper
 from lcia.errors import LciaError

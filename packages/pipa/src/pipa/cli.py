@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import (
+    BaseOptions,
+    CommonOptions,
+    ReproduceOptions,
+    method_main,
+    open_run_dir,
+    reproduce_command,
+)
 
 from pipa import config as _config
 from pipa.registry import METHOD

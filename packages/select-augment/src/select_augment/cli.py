@@ -7,7 +7,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import (
+    BaseOptions,
+    CommonOptions,
+    ReproduceOptions,
+    method_main,
+    open_run_dir,
+    reproduce_command,
+)
 
 from select_augment.config import AugConfig, Config, LearnConfig, ScoreConfig, SelectConfig, cpu, paper
 from select_augment.registry import METHOD

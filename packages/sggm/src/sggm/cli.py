@@ -198,12 +198,11 @@ def train_command(opts: TrainOptions) -> int:
     with RunDir(_out(opts), overwrite=opts.overwrite, staged=True) as rd:
         import numpy as np
         from icml25.checkpoint import save_model
+        from icml25.device import resolve_device
         from icml25.seeding import seed_everything
 
         from sggm.gaussian import GaussianGraphModel
         from sggm.score_net import ScoreNetwork, train_score
-        from icml25.device import resolve_device
-
         from sggm.sde import VP
 
         device = resolve_device(opts.device)

@@ -7,7 +7,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, CommonOptions, ReproduceOptions, method_main, open_run_dir, run_reproduce
+from icml25.cli_helpers import (
+    BaseOptions,
+    CommonOptions,
+    ReproduceOptions,
+    method_main,
+    open_run_dir,
+    run_reproduce,
+)
 
 from sold import config as _config
 from sold.config import AgentConfig, AutoencoderConfig, EnvConfig, TrainPreset, validate_all

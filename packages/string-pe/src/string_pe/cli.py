@@ -6,7 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import (
+    BaseOptions,
+    CommonOptions,
+    ReproduceOptions,
+    method_main,
+    open_run_dir,
+    reproduce_command,
+)
 
 from string_pe import config as _config
 from string_pe.registry import METHOD
