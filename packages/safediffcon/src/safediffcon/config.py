@@ -56,7 +56,7 @@ class Config:
     eta: float = 1.0
     """DDIM eta (official 1.0)."""
     pretrain_steps: int = 3000
-    """Largest number of pretraining steps (official 200k); pretraining stops earlier at a validation plateau."""
+    """Pretraining steps (official 200k); reproduce stops earlier at a validation plateau, `pretrain` runs them all."""
     pretrain_eval_every: int = 250
     """Pretraining is validated every this many steps: the denoising loss on n_pretrain_val held-out trajectories of
     the training distribution (same t and noise every time). Not the control J of unguided samples: it first
