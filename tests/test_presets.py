@@ -16,6 +16,7 @@ from icml25.cli_helpers import preset_options
 # package: (cli module, training command, options class, its function in the cli module)
 TRAINING = {
     "attn-consensus": ("attn_consensus.cli", "gpt2", "Gpt2Options", "gpt2_command"),
+    "earl-bo": ("earl_bo.cli", "optimize", "OptimizeOptions", "optimize_command"),
     "focoop": ("focoop.cli", "run", "RunOptions", "run"),
     "habi": ("habi.cli", "habitize", "HabitizeCliConfig", "habitize_cmd"),
     "habi:train-planner": ("habi.cli", "train-planner", "TrainPlannerConfig", "train_planner_cmd"),
@@ -28,6 +29,7 @@ TRAINING = {
     "private-robust-align": ("private_robust_align.cli", "fit", "FitOptions", "fit"),
     "relgnn": ("relgnn.cli", "train", "TrainConfig", "train"),
     "richardson-tc": ("richardson_tc.cli", "complete", "CompleteOptions", "complete_command"),
+    "safediffcon": ("safediffcon.cli", "pretrain", "PretrainOptions", "pretrain"),
     "select-augment": ("select_augment.cli", "train", "TrainOptions", "train_command"),
     "sggm": ("sggm.cli", "train", "TrainOptions", "train_command"),
     "sold": ("sold.cli", "train", "TrainOptions", "train_command"),
@@ -57,7 +59,11 @@ def test_cpu_preset_is_the_default_and_paper_differs(name):
 def test_torch_training_commands_take_a_device():
     """Every training command of a torch package offers --device (the NumPy methods say they run on the CPU)."""
     numpy_methods = {"k2ie", "pes", "private-robust-align", "richardson-tc"}
+    # torch methods whose models have no device handling yet (tests/test_gpu_smoke.py NO_DEVICE says so)
+    no_device_yet = {"earl-bo", "safediffcon"}
     for name in TRAINING:
+        if name in no_device_yet:
+            continue
         fields = {f.name for f in dataclasses.fields(_options(name))}
         assert ("device" in fields) == (name.split(":")[0] not in numpy_methods), name
 

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
-from earl_bo.config import AgentConfig, cpu
+from earl_bo.config import AgentConfig, cpu, paper
 from earl_bo.registry import METHOD
 
 Method = str
@@ -42,6 +42,9 @@ class OptimizeOptions(BaseOptions):
     """Optimise your own black box (--objective module:function --bounds bounds.json; minimised unless --maximize)
     or maximise a benchmark function, with one method; writes result.json and queries.csv / queries.json (every
     evaluation)."""
+
+    PRESETS = {"cpu": cpu, "paper": paper}
+    PRESET_FIELD = "agent"
 
     objective: str | None = None
     """Your black box, module:function (importable from the working directory) or path/to/file.py:function; it takes

@@ -11,7 +11,7 @@ from typing import Literal
 
 from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
-from safediffcon.config import Config
+from safediffcon.config import Config, cpu, paper
 from safediffcon.registry import METHOD
 
 SPLITS = ("train", "cal", "holdout", "val", "test")
@@ -46,6 +46,9 @@ class MakeDataOptions(BaseOptions):
 @dataclass(frozen=True)
 class PretrainOptions(BaseOptions):
     """Pretrain the joint [u, f, s] diffusion model and save it under <out>/model."""
+
+    PRESETS = {"cpu": cpu, "paper": paper}
+    PRESET_FIELD = "config"
 
     config: ConfigArgs = ConfigArgs()
     """The method's configuration."""
