@@ -10,14 +10,20 @@ spots held out, and prints the held-out means over the seeds. Not part of ``repr
 First argument: ``{name: SUICA overrides}`` (names starting with ``idw`` / ``gauss`` / ``pca`` select those
 methods); second: seeds; optional third: spots. Two worker processes, one torch thread each.
 """
-import os, sys, json, time
+import json
+import os
+import sys
+import time
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np
 import torch
+
 torch.set_num_threads(1)
 from multiprocessing import Pool
+
+from suica.reproduce import _make, _prepare, _scores
 from suica.synthetic import make_tissue
-from suica.reproduce import _prepare, _make, _scores
 
 DEV = {  # development tissues: none of the generalisation settings, seeds not used by reproduce
     "voronoi3/hex/88": dict(domain_shape="voronoi", layout="hex", zero_frac=0.88, n_domains=3),

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy import linalg
 from icml25.claims import Claim, Report, mean_sd
 from icml25.experiment import Section, run_experiments
+from scipy import linalg
 
 from k2ie.blas import blas_threads
 from k2ie.config import BUDGETS, Config

@@ -286,8 +286,8 @@ def evaluate(cfg: EvaluateConfig) -> int:
     import numpy as np
 
     from suica.data import dense, read_h5ad
-    from suica.estimator import SUICA
     from suica.errors import SUICAInputError
+    from suica.estimator import SUICA
     from suica.metrics import MetricAccumulator
 
     _threads()
