@@ -255,7 +255,8 @@ def test_a_stale_run_is_marked(tmp_path):
     (pkg / "src" / "demo" / "__init__.py").write_text("x = 2\n")  # the code changed after the run
     runs = load_package(pkg)
     assert runs.freshness(runs.main) == STALE and runs.worst_freshness() == STALE
-    assert "⚠ stale" in package_block(runs) and "| ⚠ stale |" in summary_block(package_results(tmp_path / "packages"))
+    assert "⚠ stale" in package_block(runs)
+    assert "| ⚠ stale; 1 of 1 sub-runs stale |" in summary_block(package_results(tmp_path / "packages"))
     assert freshness(None, pkg) == UNKNOWN
 
 

@@ -151,9 +151,21 @@ def package_block(data: Mapping[str, Any] | PackageRuns) -> str:
     return "\n".join(lines)
 
 
+def _code_cell(runs: PackageRuns) -> str:
+    """The main run's freshness, and how many sub-runs are not fresh (``fresh; 2 of 5 sub-runs stale``)."""
+    cell = FRESHNESS_MARK[runs.freshness(runs.main)]
+    subs = [runs.freshness(d) for d in runs.subs.values()]
+    for state in (STALE, UNKNOWN):
+        k = subs.count(state)
+        if k:
+            cell += f"; {k} of {len(subs)} sub-runs {FRESHNESS_MARK[state].replace('⚠ ', '')}"
+    return cell
+
+
 def summary_block(found: Mapping[str, PackageRuns]) -> str:
     """The root README block: per package the counts by kind and verdict over all its runs (main and sub-runs),
-    how many runs, the main run's seeds and time, and whether the code is fresh; the total of paper claims."""
+    how many runs, the main run's seeds and time, and whether the main run's code is fresh (and how many sub-runs
+    are not); the total of paper claims."""
     rows = []
     total = {v: 0 for v in MARKS}
     for name, runs in found.items():
@@ -166,7 +178,7 @@ def summary_block(found: Mapping[str, PackageRuns]) -> str:
                     total[k] += n[k]
             cells.append(_counts_cell(n))
         cells += [str(len(runs.runs())), str(len(runs.main.get("seeds") or [])), _seconds(runs.main),
-                  FRESHNESS_MARK[runs.worst_freshness()]]
+                  _code_cell(runs)]
         rows.append("| " + " | ".join(cells) + " |")
     head = ["| package | paper claims | gates | properties | targets | runs | seeds | full run | code |",
             "|---|---|---|---|---|---|---|---|---|"]
