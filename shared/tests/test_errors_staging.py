@@ -267,3 +267,12 @@ def test_read_npy_and_npz_name_the_flag_and_the_file(tmp_path):
     trunc_z.write_bytes(arch.read_bytes()[:40])
     with pytest.raises(_PkgError, match="truncated or corrupt .npz"):
         read_npz(trunc_z, what="--data", error=_PkgError)
+
+
+def test_run_cli_fresh_reports_imported_modules_and_exit_codes():
+    from icml25.testing import run_cli_fresh
+
+    results, imported = run_cli_fresh("icml25.cli", [["list"], ["report", "--package", "/no/such/pkg"]],
+                                      watch=("json", "no_such_module_xyz"))
+    assert imported == {"json"}  # detects what was imported, and only that
+    assert results[0].returncode == 0 and results[1].returncode == 2 and "error" in results[1].stderr

@@ -172,30 +172,15 @@ _BAD_ARGS = [
 def test_cli_refuses_bad_arguments_before_importing_torch(tmp_path):
     """Every bad argument: exit 2, one ``lift: error:`` line naming the flag, nothing written, torch never imported
     (checked in a fresh interpreter: the arguments are validated before the ~4 s import)."""
-    import json
-    import subprocess
-    import sys
+    from icml25.testing import run_cli_fresh
 
-    code = """
-import contextlib, io, json, sys
-from lift.cli import main
-out = []
-for argv in json.loads(sys.argv[1]):
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        rc = main(argv)
-    out.append([rc, err.getvalue()])
-print(json.dumps({"results": out, "torch": "torch" in sys.modules}))
-"""
     outs = [tmp_path / f"run{i}" for i in range(len(_BAD_ARGS))]
     argvs = [[*argv, "--out", str(o)] for (argv, _), o in zip(_BAD_ARGS, outs)]
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(argvs)], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert not res["torch"]
-    for (argv, name), (rc, err), o in zip(_BAD_ARGS, res["results"], outs):
-        lines = err.strip().splitlines()
-        assert rc == 2 and len(lines) == 1 and lines[0].startswith("lift: error: " + name), (argv, err)
+    results, imported = run_cli_fresh("lift.cli", argvs)
+    assert "torch" not in imported
+    for (argv, name), r, o in zip(_BAD_ARGS, results, outs):
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("lift: error: " + name), (argv, r.stderr)
         assert not o.exists()
 
 

@@ -64,29 +64,16 @@ def test_non_finite_or_non_positive_float_flags_are_refused_up_front(tmp_path):
     """``relgnn train --lr inf`` used to train into NaN and end with "Input contains NaN."; now every float flag out
     of range is one error line naming it, exit 2, nothing written, before torch is even imported (fresh
     interpreter)."""
-    import subprocess
-    import sys
+    from icml25.testing import run_cli_fresh
 
-    code = """
-import contextlib, io, json, sys
-from relgnn.cli import main
-out = []
-for argv in json.loads(sys.argv[1]):
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        rc = main(argv)
-    out.append([rc, err.getvalue()])
-print(json.dumps({"results": out, "torch": "torch" in sys.modules}))
-"""
     outs = [tmp_path / f"run{i}" for i in range(len(_BAD_FLOATS))]
     argvs = [["train", *argv, "--out", str(o), *TINY] for (argv, _), o in zip(_BAD_FLOATS, outs)]
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(argvs)], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert not res["torch"]
-    for (argv, name), (rc, err), o in zip(_BAD_FLOATS, res["results"], outs):
-        lines = err.strip().splitlines()
-        assert rc == 2 and len(lines) == 1 and lines[0].startswith(f"relgnn: error: {name} must be"), (argv, err)
+    results, imported = run_cli_fresh("relgnn.cli", argvs)
+    assert "torch" not in imported
+    for (argv, name), r, o in zip(_BAD_FLOATS, results, outs):
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"relgnn: error: {name} must be"), (
+            argv, r.stderr)
         assert not o.exists()
 
 

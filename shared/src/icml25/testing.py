@@ -2,6 +2,8 @@
 
 - :func:`run_cli`: call a package's ``main(argv)`` in-process and capture its exit code, stdout and stderr.
 - :func:`run_cli_subprocess`: run a console script or ``python -m`` in a subprocess.
+- :func:`run_cli_fresh`: run ``module.main(argv)`` for several argvs in one fresh interpreter and say whether
+  ``torch`` was imported (bad input must be refused before the heavy import).
 - :func:`assert_close64`: float64 closeness with a message that says where and by how much.
 - :func:`seeded`: a context manager that seeds everything and restores torch's global RNG state afterwards.
 - ``seed`` fixture: importable into a conftest (``from icml25.testing import seed``).
@@ -46,6 +48,33 @@ def run_cli_subprocess(args: Sequence[str], *, timeout: float = 300, env: dict[s
     full_env = {**os.environ, "MPLBACKEND": "Agg", **(env or {})}
     proc = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, env=full_env, cwd=cwd)
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+_FRESH = """
+import contextlib, importlib, io, json, sys
+main = importlib.import_module(sys.argv[1]).main
+out = []
+for argv in json.loads(sys.argv[2]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = main(argv)
+    out.append([rc, err.getvalue()])
+print(json.dumps({"results": out, "modules": sorted(m for m in sys.argv[3:] if m in sys.modules)}))
+"""
+
+
+def run_cli_fresh(module: str, argvs: Sequence[Sequence[str]], *, watch: Sequence[str] = ("torch",),
+                  timeout: float = 120) -> tuple[list[CliResult], set[str]]:
+    """Call ``<module>.main(argv)`` for each ``argv`` in ONE fresh interpreter; returns the results (stderr only) and
+    which of the ``watch`` modules ended up imported (e.g. to assert bad input is refused before torch loads)."""
+    import json
+
+    proc = subprocess.run([sys.executable, "-c", _FRESH, module, json.dumps([list(a) for a in argvs]), *watch],
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise AssertionError(f"run_cli_fresh({module!r}) failed:\n{proc.stderr[-3000:]}")
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    return [CliResult(int(rc or 0), "", err) for rc, err in data["results"]], set(data["modules"])
 
 
 def python_module(module: str, *args: str, **kw: Any) -> CliResult:
