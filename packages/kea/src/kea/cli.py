@@ -24,7 +24,7 @@ from kea.registry import METHOD
 class TrainConfig(CommonOptions):
     """Train one agent (KEA or a baseline) on one task and save it to the run directory."""
 
-    PRESETS = {"cpu": _config.cpu, "paper": _config.paper}  # kea.config.TrainPreset: this command's own fields
+    PRESETS = {"cpu": _config.cpu, "paper": _config.paper}  # kea.config: the values of this command's own fields
 
     task: Literal["deepsea", "gridnav", "mountaincar", "sparse-mountaincar", "sparse-reacher"] = "deepsea"
     """Environment: bsuite-exact DeepSea, the 2-D grid navigation task, MountainCarContinuous-v0, its sparse variant

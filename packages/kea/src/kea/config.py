@@ -1,4 +1,5 @@
-"""Presets of ``kea train`` (:func:`paper`, :func:`cpu`) and the budgets of ``kea reproduce`` (frozen dataclasses;
+"""Presets of ``kea train`` (:func:`paper`, :func:`cpu`: the flags they change, each a field of
+``kea.cli.TrainConfig`` with its documentation there) and the budgets of ``kea reproduce`` (frozen dataclasses;
 :class:`icml25.experiment.Budgets`).
 
 ``BUDGETS`` is the main run (``kea reproduce [--quick|--smoke]``: DeepSea N = 10 with the released update schedule,
@@ -10,43 +11,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from icml25.experiment import Budgets
 
 
-@dataclass(frozen=True)
-class TrainPreset:
-    """The settings of ``kea train`` a preset fixes (each is the flag of the same name; ``kea train --preset NAME``)."""
-
-    task: str = "deepsea"
-    """Environment."""
-    size: int = 8
-    """DeepSea N."""
-    steps: int = 4000
-    """Environment steps."""
-    switch_threshold: float = 1.0
-    """σ of the switch."""
-    standard_update: str = "first_success"
-    """When the standard module starts learning."""
-    beta_i: float = 0.3
-    """Intrinsic reward weight β_i."""
-    beta_e: float | None = None
-    """Extrinsic reward weight β_e (None: N on DeepSea)."""
-    alpha: float = 0.1
-    """Entropy coefficient α."""
-    learning_starts: int = 100
-    """Random warm-up steps."""
-    train_freq: int = 4
-    """Environment steps between updates."""
-    gradient_steps: int = 1
-    """Gradient steps per update."""
-    hidden: int = 64
-    """Width of the two hidden layers."""
-    batch_size: int = 64
-    """Minibatch size."""
-
-
-def paper() -> TrainPreset:
+def paper() -> dict[str, Any]:
     """The released KEA-RND-SAC setting on DeepSea N = 10 (paper note, "Architecture and defaults" table [official
     code]): budget 100k × N = 1M environment steps, 2000 warm-up steps, an update every 16 steps with 8 gradient
     steps, batch 64, hidden 64, σ = 1, β_i = 0.3, β_e = N, α = 0.1 fixed (learning rates 3e-4, γ 0.99 and prioritised
@@ -55,13 +25,13 @@ def paper() -> TrainPreset:
     Not expressible by ``kea train``: the 4 parallel environments (it steps one), the 100k replay buffer (it keeps
     every step) and the released gate that never trains the standard module (``--standard-update never``; the
     paper's rule, after the first success, is the default)."""
-    return TrainPreset(size=10, steps=1_000_000, learning_starts=2000, train_freq=16, gradient_steps=8)
+    return {"size": 10, "steps": 1_000_000, "learning_starts": 2000, "train_freq": 16, "gradient_steps": 8}
 
 
-def cpu() -> TrainPreset:
+def cpu() -> dict[str, Any]:
     """The CPU scale ``kea train`` uses by default: DeepSea N = 8, 4000 steps, 100 warm-up steps, one gradient step
-    every 4 steps (paper note, "Reproduction at CPU scale")."""
-    return TrainPreset()
+    every 4 steps (paper note, "Reproduction at CPU scale"): no overrides, the flags' own defaults."""
+    return {}
 
 
 @dataclass(frozen=True)

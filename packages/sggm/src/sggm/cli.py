@@ -25,7 +25,7 @@ from icml25.cli_helpers import (  # noqa: E402
     reproduce_command,
 )
 
-from sggm.config import TrainPreset  # noqa: E402
+from sggm.config import train_cpu, train_paper  # noqa: E402
 from sggm.registry import METHOD  # noqa: E402
 
 
@@ -75,7 +75,7 @@ class SweepOptions(BaseOptions):
 class TrainOptions(CommonOptions):
     """Train a GDSS-style ScoreNetwork by time-weighted denoising score matching on generated graphs."""
 
-    PRESETS = {"cpu": TrainPreset.cpu, "paper": TrainPreset.paper}  # sggm.config.TrainPreset: own fields
+    PRESETS = {"cpu": train_cpu, "paper": train_paper}  # sggm.config: the values of this command's own fields
 
     task: Literal["features", "structure"] = "features"
     """features: X ~ N(0, (I + αL)⁻¹) on one fixed graph; structure: 0/1 adjacencies of the family (as ±1)."""

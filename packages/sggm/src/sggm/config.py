@@ -8,6 +8,7 @@ Monte-Carlo noise and network initialisation of the learned score).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from icml25.errors import check_positive
 from icml25.experiment import Budgets
@@ -128,44 +129,21 @@ class Config:
                 raise SggmError(f"{name} needs at least 2 values, got {getattr(self, name)}")
 
 
-@dataclass(frozen=True)
-class TrainPreset:
-    """The settings of ``sggm train`` a preset fixes (each is the flag of the same name; ``sggm train --preset``):
-    :meth:`paper` and :meth:`cpu` (the module's ``paper()`` / ``cpu()`` are ``reproduce``'s budgets)."""
+def train_paper() -> dict[str, Any]:
+    """``sggm train --preset paper``: the paper's synthetic study (sggm.md, "Paper's experiments": regular /
+    power-law graphs, feature size fixed to 50, Fig. 1) at n = 50 nodes, the size of the note's worked KL numbers.
+    The flags it changes (each documented on ``sggm.cli.TrainOptions``).
 
-    n: int = 16
-    """Nodes."""
-    degree: int = 4
-    """Regular degree d."""
-    n_features: int = 4
-    """F."""
-    train_size: int = 1024
-    """Training draws or graphs."""
-    steps: int = 500
-    """DSM steps."""
-    batch_size: int = 64
-    """Minibatch size."""
-    lr: float = 2e-3
-    """Adam learning rate."""
-    hidden: int = 32
-    """GCN width."""
-    depth: int = 2
-    """GCN layers."""
+    Not in the note, so not set (the paper trains no network of its own: its theorems are about GDSS-style models):
+    the score network's width and depth and the DSM schedule (steps, batch, lr) stay the CPU preset's."""
+    return {"n": 50, "n_features": 50}
 
-    @classmethod
-    def paper(cls) -> TrainPreset:
-        """The paper's synthetic study (sggm.md, "Paper's experiments": regular / power-law graphs, feature size fixed
-        to 50, Fig. 1) at n = 50 nodes, the size of the note's worked KL numbers.
 
-        Not in the note, so not set (the paper trains no network of its own: its theorems are about GDSS-style
-        models): the score network's width and depth and the DSM schedule (steps, batch, lr) stay the CPU preset's."""
-        return cls(n=50, n_features=50)
-
-    @classmethod
-    def cpu(cls) -> TrainPreset:
-        """The CPU scale ``sggm train`` uses by default: the note's "optional learned-score check" (a small GCN score
-        model trained by DSM on 16-node graphs)."""
-        return cls()
+def train_cpu() -> dict[str, Any]:
+    """``sggm train --preset cpu``, its default: the note's "optional learned-score check" (a small GCN score model
+    trained by DSM on 16-node graphs): no overrides, the flags' own defaults. (The module's ``paper()`` / ``cpu()``
+    are ``reproduce``'s budgets.)"""
+    return {}
 
 
 def paper() -> Config:
