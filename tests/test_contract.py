@@ -106,7 +106,7 @@ def _full(name: str) -> Path:
 
 @pytest.mark.parametrize("name", PACKAGES)
 def test_committed_full_run_has_verdicts_kinds_and_a_matching_readme(name):
-    from icml25.report import current_block, load_package, package_block
+    from icml25.report import current_block, load_package, package_block, stale_values
 
     path = _full(name)
     if not path.exists():
@@ -126,6 +126,10 @@ def test_committed_full_run_has_verdicts_kinds_and_a_matching_readme(name):
     assert current_block(readme, where=f"packages/{name}/README.md") == package_block(runs), (
         f"packages/{name}/README.md: the generated block differs from results/full/results.json; run "
         f"`uv run icml25 report --package packages/{name} --update-readme packages/{name}/README.md`")
+    stale = stale_values(readme, runs, where=f"packages/{name}/README.md")
+    assert not stale, (f"packages/{name}/README.md: inline values in the prose differ from the committed runs: "
+                       f"{stale}; run `uv run icml25 report --package packages/{name} --update-readme "
+                       f"packages/{name}/README.md`")
 
 
 def test_root_readme_summary_matches_committed_runs():

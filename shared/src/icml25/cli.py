@@ -154,13 +154,17 @@ def _cmd_report(args: argparse.Namespace) -> int:
         load_package,
         package_block,
         package_results,
+        render_values,
         replace_block,
+        stale_values,
         summary_block,
     )
 
+    runs = None
     if args.package:
         pkg = Path(args.package)
-        block = package_block(load_package(pkg))
+        runs = load_package(pkg)
+        block = package_block(runs)
     elif args.packages:
         found = package_results(Path(args.packages))
         block = summary_block(found) if found else "_no committed full runs yet_"
@@ -178,8 +182,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
                 print(f"icml25: {readme}: the generated block is out of date with the committed results; run "
                       f"`icml25 report` with --update-readme", file=sys.stderr)
                 return 1
+            stale = stale_values(text, runs, where=str(readme)) if runs is not None else []
+            if stale:
+                print(f"icml25: {readme}: {len(stale)} inline value(s) differ from the committed results "
+                      f"({'; '.join(stale[:3])}); run `icml25 report` with --update-readme", file=sys.stderr)
+                return 1
             return 0
-        atomic_write_text(readme, replace_block(text, block, where=str(readme)))
+        text = replace_block(text, block, where=str(readme))
+        if runs is not None:
+            text = render_values(text, runs, where=str(readme))
+        atomic_write_text(readme, text)
     if args.output:
         atomic_write_text(args.output, block + "\n")
     if not args.update_readme:

@@ -9,6 +9,11 @@ table after a new full run) fails CI. Refresh with::
     uv run icml25 report --package packages/<name> --update-readme packages/<name>/README.md
     uv run icml25 report --packages packages --update-readme README.md
 
+Numbers quoted in a README's prose are generated too: write them as inline values that name where they come from,
+``<!-- value claim="RelGNN beats GraphSAGE" field=ours fmt=.3f -->0.574<!-- /value -->`` (:func:`render_values`;
+``run=<sub>`` for a sub-run, no ``claim`` for a run-level field such as ``seconds``). ``--update-readme`` rewrites
+the text between the markers from the committed results, and the contract test fails when it differs.
+
 Every run counts: sub-runs committed as ``results/full/<sub>/results.json`` (a long task, an ablation) are tabled in
 the package block and counted in the package row and the root summary. Every run is checked against the code: a run
 whose ``source_hash`` differs from the package's ``src/`` now is marked *stale*, one without a hash *unknown*
@@ -18,6 +23,8 @@ whose ``source_hash`` differs from the package's ``src/`` now is marked *stale*,
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -207,9 +214,99 @@ def current_block(text: str, *, where: str = "README") -> str:
     return text.split(START, 1)[1].split(END, 1)[0].strip("\n")
 
 
+VALUE_RE = re.compile(r"<!-- value (?P<spec>.*?) -->(?P<text>.*?)<!-- /value -->", re.S)
+"""An inline value in README prose: its spec (``key=value`` pairs, shell-quoted) and the rendered text."""
+VALUE_KEYS = ("run", "claim", "field", "fmt")
+
+
+def _parse_spec(spec: str, where: str) -> dict[str, str]:
+    try:
+        parts = shlex.split(spec)
+    except ValueError as exc:
+        raise ReportError(f"{where}: inline value <!-- value {spec} -->: {exc}") from None
+    out: dict[str, str] = {}
+    for part in parts:
+        key, eq, val = part.partition("=")
+        if not eq or key not in VALUE_KEYS:
+            raise ReportError(f"{where}: inline value <!-- value {spec} -->: {part!r} is not one of "
+                              f"{', '.join(k + '=...' for k in VALUE_KEYS)}")
+        out[key] = val
+    if "field" not in out:
+        raise ReportError(f"{where}: inline value <!-- value {spec} --> needs field=... (e.g. ours, baseline, "
+                          f"p_value, verdict, seconds)")
+    return out
+
+
+def _lookup(obj: Any, path: str, what: str) -> Any:
+    for part in path.split("."):
+        if isinstance(obj, Mapping) and part in obj:
+            obj = obj[part]
+        elif isinstance(obj, list) and part.lstrip("-").isdigit() and -len(obj) <= int(part) < len(obj):
+            obj = obj[int(part)]
+        else:
+            keys = sorted(obj) if isinstance(obj, Mapping) else f"indices 0..{len(obj) - 1}" \
+                if isinstance(obj, list) else "nothing (a scalar)"
+            raise ReportError(f"{what}: no {part!r} in field path {path!r} (has {keys})")
+    return obj
+
+
+def value_of(runs: PackageRuns, spec: str, *, where: str = "README") -> str:
+    """The text an inline value with ``spec`` renders to from ``runs``.
+
+    ``run`` is ``main`` (default) or a sub-run's folder name; ``claim`` a prefix of exactly one claim's text of that
+    run (omit it for a run-level field like ``seconds``); ``field`` a dotted path into the claim (``ours``,
+    ``baseline``, ``p_value``, ``ci.0``, ``controls.chance.mean``) or the run; ``fmt`` a format spec (``.3f``,
+    ``.2g``, ``.0f``), ``mark`` for a verdict's symbol, or omitted for :func:`icml25.claims.fmt`.
+    """
+    from icml25.claims import MARKS
+
+    kv = _parse_spec(spec, where)
+    what = f"{where}: <!-- value {spec} -->"
+    run = kv.get("run", "main")
+    data = dict(runs.runs()).get(run)
+    if data is None:
+        raise ReportError(f"{what}: no run {run!r} (runs: {[r for r, _ in runs.runs()]})")
+    obj: Any = data
+    if "claim" in kv:
+        hits = [c for c in data["claims"] if c["claim"].startswith(kv["claim"])]
+        if len(hits) != 1:
+            raise ReportError(f"{what}: claim={kv['claim']!r} is the start of {len(hits)} claims of run {run!r}, "
+                              f"needs exactly 1")
+        obj = hits[0]
+    val = _lookup(obj, kv["field"], what)
+    f = kv.get("fmt")
+    if f == "mark":
+        if val not in MARKS:
+            raise ReportError(f"{what}: fmt=mark needs a verdict, got {val!r}")
+        return MARKS[val]
+    if f is None or val is None or isinstance(val, (str, bool)):
+        return fmt(val) if not isinstance(val, str) else val
+    try:
+        return format(val, f)
+    except (TypeError, ValueError) as exc:
+        raise ReportError(f"{what}: fmt={f!r} cannot format {val!r} ({exc})") from None
+
+
+def render_values(text: str, runs: PackageRuns, *, where: str = "README") -> str:
+    """``text`` with every inline value's text re-rendered from ``runs`` (see :func:`value_of`)."""
+    return VALUE_RE.sub(lambda m: f"<!-- value {m['spec']} -->{value_of(runs, m['spec'], where=where)}"
+                                  f"<!-- /value -->", text)
+
+
+def stale_values(text: str, runs: PackageRuns, *, where: str = "README") -> list[str]:
+    """The inline values whose text differs from the committed results: ``"spec: 'typed' != 'rendered'"``."""
+    out = []
+    for m in VALUE_RE.finditer(text):
+        want = value_of(runs, m["spec"], where=where)
+        if m["text"] != want:
+            out.append(f"{m['spec']}: {m['text']!r} != {want!r}")
+    return out
+
+
 def flat_claims(found: Mapping[str, PackageRuns]) -> list[dict[str, Any]]:
     return [{"method": name, **c} for name, runs in found.items() for c in runs.claims()]
 
 
 __all__ = ["START", "END", "FULL", "ReportError", "PackageRuns", "load_package", "load_results", "package_results",
-           "package_block", "summary_block", "replace_block", "current_block", "flat_claims", "fmt", "KINDS"]
+           "package_block", "summary_block", "replace_block", "current_block", "flat_claims", "fmt", "KINDS",
+           "VALUE_RE", "value_of", "render_values", "stale_values"]
