@@ -79,3 +79,17 @@ def test_cli_check_and_update_cover_inline_values(tmp_path):
     assert subprocess.run(cmd, capture_output=True, text=True).returncode == 0
     assert "-->0.910<!--" in path.read_text()
     assert subprocess.run(cmd + ["--check"], capture_output=True, text=True).returncode == 0
+
+
+def test_a_whole_claim_text_is_exact_even_when_it_prefixes_another(tmp_path):
+    r = Report(method="demo", seeds=[0, 1])
+    for claim, ours in (("Ours wins at horizon 1", [0.1, 0.2]), ("Ours wins at horizon 10", [0.7, 0.8])):
+        r.add(Claim.compare(claim=claim, metric="m", ours=ours, baseline=[0.5, 0.5], baseline_name="b", paper="p"))
+    full = tmp_path / "results" / "full"
+    full.mkdir(parents=True)
+    (full / "results.json").write_text(json.dumps(dict(r.to_dict(), seconds=1.0)))
+    runs = load_package(tmp_path)
+    assert value_of(runs, 'claim="Ours wins at horizon 1" field=ours fmt=.2f') == "0.15"
+    assert value_of(runs, 'claim="Ours wins at horizon 10" field=ours fmt=.2f') == "0.75"
+    with pytest.raises(ReportError, match="start of 2 claims"):  # a prefix of both, and neither's whole text
+        value_of(runs, 'claim="Ours wins at" field=ours')

@@ -253,10 +253,10 @@ def _lookup(obj: Any, path: str, what: str) -> Any:
 def value_of(runs: PackageRuns, spec: str, *, where: str = "README") -> str:
     """The text an inline value with ``spec`` renders to from ``runs``.
 
-    ``run`` is ``main`` (default) or a sub-run's folder name; ``claim`` a prefix of exactly one claim's text of that
-    run (omit it for a run-level field like ``seconds``); ``field`` a dotted path into the claim (``ours``,
-    ``baseline``, ``p_value``, ``ci.0``, ``controls.chance.mean``) or the run; ``fmt`` a format spec (``.3f``,
-    ``.2g``, ``.0f``), ``mark`` for a verdict's symbol, or omitted for :func:`icml25.claims.fmt`.
+    ``run`` is ``main`` (default) or a sub-run's folder name; ``claim`` a claim's whole text, or a prefix of exactly
+    one claim's text of that run (omit it for a run-level field like ``seconds``); ``field`` a dotted path into the
+    claim (``ours``, ``baseline``, ``p_value``, ``ci.0``, ``controls.chance.mean``) or the run; ``fmt`` a format
+    spec (``.3f``, ``.2g``, ``.0f``), ``mark`` for a verdict's symbol, or omitted for :func:`icml25.claims.fmt`.
     """
     from icml25.claims import MARKS
 
@@ -268,7 +268,8 @@ def value_of(runs: PackageRuns, spec: str, *, where: str = "README") -> str:
         raise ReportError(f"{what}: no run {run!r} (runs: {[r for r, _ in runs.runs()]})")
     obj: Any = data
     if "claim" in kv:
-        hits = [c for c in data["claims"] if c["claim"].startswith(kv["claim"])]
+        hits = [c for c in data["claims"] if c["claim"] == kv["claim"]] or \
+            [c for c in data["claims"] if c["claim"].startswith(kv["claim"])]  # exact text wins over prefixes
         if len(hits) != 1:
             raise ReportError(f"{what}: claim={kv['claim']!r} is the start of {len(hits)} claims of run {run!r}, "
                               f"needs exactly 1")
