@@ -160,7 +160,11 @@ def test_per_node_vs_simplified_semantics():
     s = RelGNNLayer(node_types=list(x), routes=routes, channels=C, simplified_mp=True)
     s.load_state_dict(d.state_dict())
     od, os_ = d(x, empty), s(x, empty)
-    assert torch.equal(os_["users"], x["users"])  # no update at all: carried over
+    # simplified_mp, no route output anywhere: the released rule carries the table into the layer output, where the
+    # per-type LayerNorm + ReLU still apply (relgnn_hetero_conv.py then relgnn_nn.py); not the raw input
+    for nt in x:
+        torch.testing.assert_close(os_[nt], torch.relu(s.norms[f"t__{nt}"](x[nt])), rtol=0, atol=0)
+        assert not torch.allclose(os_[nt], x[nt])  # negative control: a raw pass-through differs
     r = next(r for r in routes if r.dst == "users")
     conv = d.convs[r.key]
     skip = conv.final_proj(conv.dst_conv.lin_skip(x["users"]))

@@ -64,6 +64,7 @@ def test_spawn_fit_trains_on_two_processes(tiny_synth, tmp_path):
     assert res is not None and np.isfinite(res.test) and 0.0 <= res.test <= 1.0
     assert res.steps == CFG.epochs * -(-td.n_rows["train"] // CFG.batch_size)
     assert len(res.val_curve) == CFG.epochs
+    assert res.curve.stopped_by == "budget" and res.curve.steps[-1] == res.steps  # patience 3 > 2 epochs
 
 
 def test_sharding_refuses_batch_coupled_options(tiny_synth):
@@ -123,6 +124,7 @@ def test_result_files_round_trip_without_pickle(tiny_synth, tmp_path):
     import dataclasses
     import json
 
+    from icml25.train import Curve
     from relgnn.distributed import load_result, save_result
     from relgnn.train import FitResult
 
@@ -132,7 +134,8 @@ def test_result_files_round_trip_without_pickle(tiny_synth, tmp_path):
                     val_curve=[0.5, float("nan"), 0.75], best_epoch=2, epoch_seconds=[0.1, 0.2, 0.3],
                     epoch_cpu_seconds=[0.1, 0.2, 0.3], train_rows_per_s=123.5, infer_rows_per_s=7.25,
                     activation_mb=float("nan"), num_params=sum(p.numel() for p in model.parameters()), model=model,
-                    steps=9)
+                    steps=9, curve=Curve(steps=[3, 6, 9], values=[0.5, float("nan"), 0.75], patience=2,
+                                         min_delta=0.01, stopped_by="plateau"))
     save_result(res, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ddp_result.json", "ddp_result.safetensors"]
     assert json.loads((tmp_path / "ddp_result.json").read_text())["kind"] == "fit"
@@ -148,6 +151,9 @@ def test_result_files_round_trip_without_pickle(tiny_synth, tmp_path):
             assert not b.training
             sa, sb = a.state_dict(), b.state_dict()
             assert sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+        elif f.name == "curve":
+            assert isinstance(b, Curve)
+            np.testing.assert_equal(dataclasses.asdict(b), dataclasses.asdict(a))
         elif f.name == "test_pred":
             assert b.dtype == a.dtype and np.array_equal(a, b)
         else:

@@ -55,6 +55,9 @@ def test_recommendation_prediction_shape_and_range():
     lambda: RelGNN(node_types=["a"], edge_types=[("a", "f2p_x", "b"), ("b", "rev_f2p_x", "a")], channels=0),
     lambda: RelGNN(node_types=["a"], edge_types=[("a", "f2p_x", "b"), ("b", "rev_f2p_x", "a")], num_heads=0),
     lambda: FitConfig(epochs=0).validate(),
+    lambda: FitConfig(patience=0).validate(),
+    lambda: FitConfig(min_delta=-0.1).validate(),
+    lambda: FitConfig(min_delta=float("nan")).validate(),
     lambda: FitConfig(gnn="gat").validate(),
 ])
 def test_non_positive_sizes_and_bad_options(call):

@@ -37,7 +37,10 @@ def test_grids_are_alike_and_floor_uses_the_split_asked_for(tiny_synth):
         assert grid_size(floor_grid(cfg, "binary")) == n == grid_size(floor_grid(cfg, "recommendation"))
     full = BUDGETS.full
     assert full.seeds >= 5 and len(full.tasks) >= 4
-    assert len(full.lr_grid) > 1 and len(full.depth_grid) > 1 and len(full.channels_grid) > 1
+    assert len(full.depth_grid) > 1 and grid_size(gnn_grid(full)) >= 2  # RelGNN and SAGE each pick their depth
+    assert full.max_train_rows is None  # every model and the floor train on every training row
+    assert full.patience < full.max_epochs  # early stopping can fire inside the budget
+    assert "user-churn" in full.ablation_tasks  # the attention ablation on the selective-relevance task
     for task_name in ("user-churn", "user-item-purchase"):
         task = tiny_synth.tasks[task_name]
         graph = build_graph(task.get_db())
@@ -114,3 +117,32 @@ def test_tuning_in_parallel_passes_equals_the_sequential_tuner():
     # negative control: one pass without the fits stops at the grid's edge
     one = select(lambda p: on_grid.get(tuple(p.values()), float("nan")), grid, extend=2, steps=steps)
     assert one.params == {"lr": 1e-2, "num_layers": 2, "channels": 32} != want.params
+
+
+def test_trivial_controls_and_the_floor_on_the_same_rows(tiny_synth):
+    """The controls are what they say (constant score: ROC-AUC 0.5; training median: its MAE; random ranking: a
+    MAP@k far below popularity's), and ``train_rows`` makes the floor train on exactly those rows (negative
+    control: other rows give other predictions)."""
+    from relgnn.metrics import mae
+    from relgnn.reproduce import trivial_control
+
+    for name in ("user-churn", "user-ltv", "user-item-purchase"):
+        task = tiny_synth.tasks[name]
+        graph = build_graph(task.get_db())
+        td = prepare_task(task, graph)
+        label, value = trivial_control(graph, td, "test")
+        if td.kind == "binary":
+            assert value == 0.5 and "majority" in label
+        elif td.kind == "regression":
+            assert value == pytest.approx(mae(td.targets["test"], np.full(td.n_rows["test"],
+                                                                           np.median(td.targets["train"]))))
+        else:
+            assert "random" in label and 0.0 <= value < 1.0
+        n = td.n_rows["train"]
+        half = np.arange(n // 2)
+        a = floor_predictions(graph, td, "test", train_rows=half, lookback=None)
+        b = floor_predictions(graph, td, "test", train_rows=half, lookback=None)
+        c = floor_predictions(graph, td, "test", train_rows=np.arange(n // 2, n), lookback=None)
+        assert np.array_equal(a, b) and not np.array_equal(a, c)
+        full = floor_predictions(graph, td, "test", lookback=None)
+        assert np.array_equal(full, floor_predictions(graph, td, "test", train_rows=np.arange(n), lookback=None))

@@ -115,3 +115,28 @@ def test_sampled_training_lowers_the_loss(tiny_synth):
         out[lr] = (before, total())
     assert out[1e-2][1] < out[1e-2][0] - 0.01
     assert abs(out[1e-9][1] - out[1e-9][0]) < 1e-4
+
+
+def test_early_stopping_stops_at_the_plateau_and_restores_the_best_epoch(tiny_synth):
+    """``fit`` trains until ``patience`` epochs bring no validation gain, returns the curve (x = optimiser steps) and
+    the best epoch's weights; negative control: ``patience >= epochs`` trains every epoch (RelBench's schedule)."""
+    from dataclasses import replace
+
+    from relgnn.train import _Runner
+
+    task = tiny_synth.tasks["user-churn"]
+    graph = build_graph(task.get_db())
+    td = prepare_task(task, graph)
+    ps = presample(graph, td, FitConfig(batch_size=16, num_neighbors=(1000, 1000)), seed=0)
+    cfg = FitConfig(gnn="sage", num_layers=1, channels=8, epochs=40, patience=2, batch_size=16, lr=0.05,
+                    num_neighbors=(1000, 1000), dropout=0.0, seed=1)
+    r = fit(graph, td, cfg, batches=ps)
+    c = r.curve
+    assert c.stopped_by == "plateau" and len(c.values) < 40 and c.values == r.val_curve
+    assert max(c.values[-2:]) <= max(c.values[:-2])  # the last `patience` epochs did not beat the best before
+    assert r.best_epoch == int(np.argmax(c.values)) and r.val == max(c.values)  # first best (strict improvement)
+    assert c.steps == [(i + 1) * len(ps.train) for i in range(len(c.values))]
+    run = _Runner(r.model, graph, td, cfg)  # the returned weights are the best epoch's, not the last one's
+    assert run.score("val", run.predict("val", ps.val)) == pytest.approx(r.val, abs=1e-12)
+    full = fit(graph, td, replace(cfg, epochs=6, patience=6), batches=ps)
+    assert len(full.val_curve) == 6 and full.curve.stopped_by == "budget"

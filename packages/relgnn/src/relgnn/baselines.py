@@ -27,14 +27,17 @@ def own_features(graph: RelGraph, td: TaskData, split: str) -> tuple[np.ndarray,
 
 def floor_predictions(graph: RelGraph, td: TaskData, split: str = "test", *, learning_rate: float = 0.1,
                       max_leaf_nodes: int = 31, max_iter: int = 100, lookback: int | None = None,
-                      seed: int = 0) -> np.ndarray:
+                      seed: int = 0, train_rows: np.ndarray | None = None) -> np.ndarray:
     """Predictions of the no-relation floor on ``split`` ("val" or "test"), trained on the training split only.
 
     Entity tasks: ``HistGradientBoosting`` (``learning_rate``, ``max_leaf_nodes``, ``max_iter``) on the entity's own
     columns (the same encoded columns the GNN's table encoder reads, plus the row's age at the seed time).
     Recommendation: the ``k`` destinations most often in the training labels of the last ``lookback`` training seed
     times (all of them when ``None``), the same list for every row. These knobs are what ``reproduce`` tunes on the
-    validation split, on a grid as large as the GNNs'.
+    validation split, on a grid as large as the GNNs'. ``train_rows`` (positions in the training table) restricts
+    training to those rows, e.g. the same rows a GNN trains on (default: every training row). Categorical columns
+    (torch-frame's inferred ``categorical`` stype) are given to the trees as categories when they have at most 255
+    values (scikit-learn's limit), as numeric codes otherwise.
     """
     if split not in ("val", "test"):
         raise ValueError(f"split must be 'val' or 'test', got {split!r}")
@@ -44,9 +47,11 @@ def floor_predictions(graph: RelGraph, td: TaskData, split: str = "test", *, lea
         n_dst = graph.num_nodes(td.dst)
         counts = np.zeros(n_dst)
         groups = sorted(td.splits["train"], key=lambda g: g.t)
+        keep = None if train_rows is None else set(int(r) for r in train_rows)
         for g in groups[-lookback:] if lookback else groups:
-            for lst in g.y:
-                np.add.at(counts, np.asarray(lst, dtype=int), 1)
+            for p, lst in zip(g.pos, g.y):
+                if keep is None or int(p) in keep:
+                    np.add.at(counts, np.asarray(lst, dtype=int), 1)
         top = np.argsort(-counts, kind="stable")[: td.k]
         return np.tile(top, (td.n_rows[split], 1))
     from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
@@ -54,13 +59,20 @@ def floor_predictions(graph: RelGraph, td: TaskData, split: str = "test", *, lea
     if learning_rate <= 0:
         raise ValueError(f"learning_rate must be > 0, got {learning_rate}")
     x_tr, y_tr = own_features(graph, td, "train")
+    if train_rows is not None:
+        x_tr, y_tr = x_tr[np.asarray(train_rows)], y_tr[np.asarray(train_rows)]
     x_ev, _ = own_features(graph, td, split)
+    spec = graph.specs[td.entity]
+    cat = np.zeros(x_tr.shape[1], dtype=bool)
+    cat[len(spec.num_cols):len(spec.num_cols) + len(spec.cat_cols)] = [c <= 255 for c in spec.cat_cards]
+    cat = cat if cat.any() else None
     if td.kind == "binary":
-        m = HistGradientBoostingClassifier(max_iter=max_iter, learning_rate=learning_rate,
+        m = HistGradientBoostingClassifier(max_iter=max_iter, learning_rate=learning_rate, categorical_features=cat,
                                            max_leaf_nodes=max_leaf_nodes, random_state=seed)
         return m.fit(x_tr, y_tr.astype(int)).predict_proba(x_ev)[:, 1]
     m = HistGradientBoostingRegressor(loss="absolute_error", max_iter=max_iter, learning_rate=learning_rate,
-                                      max_leaf_nodes=max_leaf_nodes, random_state=seed).fit(x_tr, y_tr)
+                                      categorical_features=cat, max_leaf_nodes=max_leaf_nodes,
+                                      random_state=seed).fit(x_tr, y_tr)
     return np.clip(m.predict(x_ev), *td.clamp)
 
 

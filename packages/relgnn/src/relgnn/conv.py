@@ -10,11 +10,13 @@ For a composite route ρ = V → F → Q (weights specific to ρ), with ``h`` of
 
 A ``dim-dim`` route applies the same TransformerConv + W_O directly on its edge. Per layer, every node type sums
 (``route_aggr="sum"``, or averages) the updates it receives, then LayerNorm + ReLU; a type that receives nothing is
-carried over unchanged.
+carried over unchanged (default), or, with ``simplified_mp=True``, as ``ReLU(LayerNorm(x))`` (the released code puts
+the untouched input into the layer's output, which the model then normalises like every other type).
 
 Default semantics are per node: a destination without fact rows gets only ``W_O W_S h_q``; a fact row without a
 parent gets ``W1 h_f + b``. ``simplified_mp=True`` reproduces the official code's graph-level switch (a route
-whose attention edges are empty in the whole graph is skipped; if its aggregation edges are empty, ``m_f = h_f``).
+whose attention edges are empty in the whole graph is skipped; if its aggregation edges are empty, ``m_f = h_f``; a
+table that then receives no route output gets ``ReLU(LayerNorm(h))``, not its raw input).
 """
 
 from __future__ import annotations
@@ -139,7 +141,9 @@ class RelGNNLayer(nn.Module):
         new = {}
         for nt, x in x_dict.items():
             if nt not in outs:
-                new[nt] = x  # unreached table: carried over unchanged
+                # unreached table: carried over unchanged (per-node semantics); the official simplified rule carries
+                # it into the layer's output dict, where the per-type LayerNorm + ReLU still apply to it
+                new[nt] = torch.relu(self.norms[mkey(nt)](x)) if self.simplified_mp else x
                 continue
             s = torch.stack(outs[nt], 0)  # (R_nt, N, C)
             s = s.sum(0) if self.route_aggr == "sum" else s.mean(0)

@@ -8,7 +8,8 @@ generator and computes the *summed* loss of its shard. The sum is divided by the
 processes (an all-reduce), scaled by ``W``, and DDP averages the gradients: the step equals a single-process step on
 the global batch with the same sub-graphs (RelGNN's sub-graphs are disjoint per seed and normalisation is per node,
 so a seed's loss does not depend on the other seeds of its batch; the official ``simplified_mp`` rule does, and is
-refused here). Process 0 evaluates after every epoch, keeps the best-validation weights and returns the
+refused here). Process 0 evaluates after every epoch, keeps the best-validation weights (early stopping after
+``patience`` epochs without a gain above ``min_delta``, broadcast to every process, as :func:`relgnn.train.fit`) and returns the
 :class:`relgnn.train.FitResult`; the others return ``None``.
 
 Launch with ``torchrun --nproc-per-node N -m relgnn train --ddp ...`` (the process group comes from torchrun's
@@ -81,6 +82,7 @@ def fit_distributed(graph, td, cfg: FitConfig, *, progress=None):
     returns the :class:`~relgnn.train.FitResult` on process 0 and ``None`` elsewhere."""
     import torch.distributed as dist
     from icml25.seeding import seed_everything
+    from icml25.train import Curve
     from torch.nn.parallel import DistributedDataParallel
 
     from relgnn.train import FitResult, _Runner, build_model
@@ -98,7 +100,8 @@ def fit_distributed(graph, td, cfg: FitConfig, *, progress=None):
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     rng = np.random.default_rng(cfg.seed)  # the same permutation on every process: the same global batches
     best, best_state, best_epoch, curve, epoch_s, epoch_cpu = None, None, -1, [], [], []
-    n_steps = 0
+    n_steps, stopped = 0, False
+    per_epoch = min(-(-td.n_rows["train"] // cfg.batch_size), cfg.max_steps_per_epoch)
     for epoch in range(cfg.epochs):
         model.train()
         t0, c0 = time.perf_counter(), time.process_time()
@@ -114,14 +117,20 @@ def fit_distributed(graph, td, cfg: FitConfig, *, progress=None):
             n_steps += 1
         epoch_s.append(time.perf_counter() - t0)
         epoch_cpu.append(time.process_time() - c0)
+        stop = torch.zeros(1, dtype=torch.long)
         if rank == 0:
             val = run.score("val", run.predict("val"))
             curve.append(val)
-            better = best is None or (val > best if td.higher_is_better else val < best)
-            if better and np.isfinite(val):
+            gain = (val - best if td.higher_is_better else best - val) if best is not None else float("inf")
+            if np.isfinite(val) and gain > cfg.min_delta:
                 best, best_state, best_epoch = val, copy.deepcopy(model.state_dict()), epoch
             if progress is not None:
                 progress(epoch, val)
+            stop[0] = int(epoch - best_epoch >= cfg.patience)  # early stopping, as relgnn.train.fit
+        dist.broadcast(stop, src=0)  # every process stops after the same epoch
+        if int(stop[0]):
+            stopped = True
+            break
     if rank != 0:
         return None
     if best_state is not None:
@@ -134,7 +143,10 @@ def fit_distributed(graph, td, cfg: FitConfig, *, progress=None):
         test_pred=pred, val_curve=curve, best_epoch=best_epoch, epoch_seconds=epoch_s, epoch_cpu_seconds=epoch_cpu,
         train_rows_per_s=td.n_rows["train"] / max(np.mean(epoch_s), 1e-9),
         infer_rows_per_s=td.n_rows["test"] / max(infer_s, 1e-9), activation_mb=float("nan"),
-        num_params=sum(p.numel() for p in model.parameters()), model=model, steps=n_steps)
+        num_params=sum(p.numel() for p in model.parameters()), model=model, steps=n_steps,
+        curve=Curve(steps=[(i + 1) * per_epoch for i in range(len(curve))], values=list(curve),
+                    higher_is_better=td.higher_is_better, patience=cfg.patience, min_delta=cfg.min_delta,
+                    stopped_by="plateau" if stopped else "budget"))
 
 
 def shard_gradients(graph, td, cfg: FitConfig, positions: np.ndarray) -> dict[str, Tensor]:
@@ -193,6 +205,11 @@ def save_result(out: Any, workdir: str | os.PathLike) -> None:
         tensors["scalars"] = torch.tensor([float(getattr(out, n)) for n in _FIT_FLOATS], dtype=torch.float64)
         meta = {"kind": "fit", "metric": out.metric, "model_training": bool(out.model.training),
                 **{n: int(getattr(out, n)) for n in _FIT_INTS}}
+        if out.curve is not None:  # the values are val_curve (a tensor above); the rest is JSON
+            c = out.curve
+            meta["curve"] = {"steps": [int(x) for x in c.steps], "higher_is_better": bool(c.higher_is_better),
+                             "patience": int(c.patience), "min_delta": float(c.min_delta),
+                             "stopped_by": c.stopped_by}
     elif isinstance(out, dict) and all(isinstance(k, str) and isinstance(v, Tensor) for k, v in out.items()):
         tensors, meta = dict(out), {"kind": "tensors"}
     else:
@@ -230,9 +247,14 @@ def load_result(workdir: str | os.PathLike, *, build: Callable[[], nn.Module] | 
     model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}, strict=True)
     model.train(meta["model_training"])
     scalars = dict(zip(_FIT_FLOATS, tensors["scalars"].tolist(), strict=True))
+    curve = None
+    if "curve" in meta:
+        from icml25.train import Curve
+
+        curve = Curve(values=tensors["val_curve"].tolist(), **meta["curve"])
     return FitResult(metric=meta["metric"], test_pred=tensors["test_pred"].numpy(),
                      **{n: tensors[n].tolist() for n in _FIT_SERIES}, **scalars,
-                     **{n: int(meta[n]) for n in _FIT_INTS}, model=model)
+                     **{n: int(meta[n]) for n in _FIT_INTS}, model=model, curve=curve)
 
 
 # ------------------------------------------------------------------------------------------------ launching

@@ -40,7 +40,9 @@ from torch_geometric.data import HeteroData
 
 from relgnn.errors import SchemaError
 
-MAX_CATEGORIES = 64
+STYPES = ("numerical", "categorical", "timestamp", "text_embedded", "text_tokenized", "multicategorical",
+          "embedding", "sequence_numerical")
+"""torch-frame's semantic types (``torch_frame.stype`` values) that a column may be given."""
 DANGLING_FK = ("drop", "error")
 NONFINITE = ("error", "missing")
 
@@ -57,6 +59,8 @@ class TableSpec:
     cat_cols: list[str]
     cat_cards: list[int]
     has_time: bool
+    stypes: dict[str, str] = field(default_factory=dict)
+    """The torch-frame semantic type each feature column was encoded as (inferred or given)."""
 
 
 @dataclass
@@ -158,11 +162,50 @@ def _embed_text(name: str, col: str, ser: pd.Series, fit_rows: np.ndarray, embed
     return [f"{col}[{j}]" for j in range(e.shape[1])], [z[:, j] for j in range(e.shape[1])]
 
 
-def _encode_table(name, t, fit_df, text_cols=(), embed=None, nonfinite: str = "error"
+def infer_stypes(db, *, sample: int = 1000, seed: int = 0) -> dict[str, dict[str, str]]:
+    """torch-frame's semantic-type inference for every feature column (``{table: {column: stype value}}``).
+
+    The same rule as RelBench's ``get_stype_proposal`` (``torch_frame.utils.infer_series_stype`` on a sample of at
+    most ``sample`` rows per table), with a seeded sample so that the proposal does not change from call to call, and
+    key and time columns left out. A column torch-frame cannot type (e.g. all missing) is absent: it falls back to the
+    dtype rule (numbers numerical, datetimes timestamps, everything else categorical).
+    """
+    from torch_frame.utils.infer_stype import infer_series_stype
+
+    out: dict[str, dict[str, str]] = {}
+    for name, t in db.table_dict.items():
+        keys = {t.pkey_col, t.time_col, *t.fkey_col_to_pkey_table}
+        df = t.df
+        df = df.sample(min(sample, len(df)), random_state=seed) if len(df) > sample else df
+        got = {}
+        for col in df.columns:
+            if col in keys or len(df) == 0:
+                continue
+            try:
+                st = infer_series_stype(df[col])
+            except Exception:  # noqa: BLE001 - torch-frame's inference raises on unusual dtypes; fall back
+                st = None
+            if st is not None:
+                got[col] = st.value
+        out[name] = got
+    return out
+
+
+def _dtype_stype(ser: pd.Series) -> str:
+    if pd.api.types.is_bool_dtype(ser) or pd.api.types.is_numeric_dtype(ser):
+        return "numerical"
+    if pd.api.types.is_datetime64_any_dtype(ser):
+        return "timestamp"
+    return "categorical"
+
+
+def _encode_table(name, t, fit_df, text_cols=(), embed=None, nonfinite: str = "error", stypes=None
                   ) -> tuple[np.ndarray, np.ndarray, TableSpec]:
     df = t.df
     keys = {t.pkey_col, t.time_col, *t.fkey_col_to_pkey_table}
     num_cols, cat_cols, cat_cards, nums, cats = [], [], [], [], []
+    used: dict[str, str] = {}
+    stypes = stypes or {}
     for col in df.columns:
         if col in keys:
             continue
@@ -170,9 +213,19 @@ def _encode_table(name, t, fit_df, text_cols=(), embed=None, nonfinite: str = "e
             names, cols = _embed_text(name, col, df[col], df.index.get_indexer(fit_df.index), embed)
             num_cols += names
             nums += cols
+            used[col] = "text_embedded"
             continue
         ser, fit = df[col], fit_df[col]
-        if pd.api.types.is_bool_dtype(ser) or pd.api.types.is_numeric_dtype(ser):
+        st = stypes.get(col) or _dtype_stype(ser)
+        if st == "numerical" and not (pd.api.types.is_bool_dtype(ser) or pd.api.types.is_numeric_dtype(ser)):
+            ser, fit = pd.to_numeric(ser, errors="coerce"), pd.to_numeric(fit, errors="coerce")
+        if st == "timestamp" and not pd.api.types.is_datetime64_any_dtype(ser):
+            ser, fit = pd.to_datetime(ser, errors="coerce"), pd.to_datetime(fit, errors="coerce")
+        if st not in ("numerical", "timestamp"):
+            # categorical; text / list-valued columns without an embedder too (as strings, one category each)
+            st = "categorical"
+        used[col] = st
+        if st == "numerical":
             v = ser.astype("float64").to_numpy()
             f = fit.astype("float64").to_numpy()
             inf = np.isinf(v)
@@ -182,7 +235,7 @@ def _encode_table(name, t, fit_df, text_cols=(), embed=None, nonfinite: str = "e
                 raise SchemaError(f"table {name!r}, column {col!r}: {int(inf.sum())} infinite value(s) (first at "
                                   f"key {key!r}); fix them upstream or pass nonfinite='missing' (--nonfinite missing) "
                                   f"to impute them like missing values")
-        elif pd.api.types.is_datetime64_any_dtype(ser):
+        elif st == "timestamp":
             v = _to_seconds(ser.fillna(pd.Timestamp(0))) / 86400.0
             v[ser.isna().to_numpy()] = np.nan
             f = _to_seconds(fit.fillna(pd.Timestamp(0))) / 86400.0
@@ -191,7 +244,7 @@ def _encode_table(name, t, fit_df, text_cols=(), embed=None, nonfinite: str = "e
             s = ser.map(lambda x: None if x is None or (isinstance(x, float) and np.isnan(x)) else str(x))
             counts = fit.dropna().astype(str).value_counts()
             ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))  # ties by value: row-order free
-            vocab = {c: i + 1 for i, (c, _) in enumerate(ranked[: MAX_CATEGORIES - 1])}
+            vocab = {c: i + 1 for i, (c, _) in enumerate(ranked)}  # no cap: torch-frame's vocabulary has none
             cats.append(np.array([vocab.get(x, 0) if x is not None else 0 for x in s], dtype=np.int64))
             cat_cols.append(col)
             cat_cards.append(len(vocab) + 1)
@@ -208,7 +261,9 @@ def _encode_table(name, t, fit_df, text_cols=(), embed=None, nonfinite: str = "e
         num_cols.append("__const__")
     x_num = np.stack(nums, 1) if nums else np.zeros((len(df), 0))
     x_cat = np.stack(cats, 1) if cats else np.zeros((len(df), 0), dtype=np.int64)
-    return x_num, x_cat, TableSpec(num_cols, cat_cols, cat_cards, t.time_col is not None)
+    if "__const__" in num_cols:
+        used["__const__"] = "numerical"
+    return x_num, x_cat, TableSpec(num_cols, cat_cols, cat_cards, t.time_col is not None, used)
 
 
 def _is_row_keyed(pk: pd.Series) -> bool:
@@ -262,7 +317,8 @@ def _report_dangling(dangling: dict, tables, policy: str) -> None:
 
 
 def build_graph(db, *, fit_until=None, text_columns: dict[str, list[str]] | None = None,
-                text_embedder=None, dangling_fk: str = "drop", nonfinite: str = "error") -> RelGraph:
+                text_embedder=None, dangling_fk: str = "drop", nonfinite: str = "error",
+                col_to_stype: dict[str, dict[str, str]] | None = None) -> RelGraph:
     """Build the full :class:`RelGraph` of a RelBench ``Database``.
 
     Args:
@@ -277,6 +333,10 @@ def build_graph(db, *, fit_until=None, text_columns: dict[str, list[str]] | None
             with a :class:`DanglingForeignKeyWarning` naming table and column) or ``"error"`` (:class:`SchemaError`).
         nonfinite: ``"error"`` (default: an infinite numeric value raises :class:`SchemaError` naming table and
             column) or ``"missing"`` (imputed like NaN, with the fitting mean).
+        col_to_stype: ``{table: {column: stype}}`` (torch-frame ``stype`` or its value) overriding the inferred
+            semantic types (default: :func:`infer_stypes`, torch-frame's inference as RelBench's
+            ``get_stype_proposal``). numerical -> standardised, timestamp -> standardised days, categorical ->
+            codes by count (no cap); text / list columns without a ``text_embedder`` are encoded as categories.
     """
     if dangling_fk not in DANGLING_FK:
         raise SchemaError(f"dangling_fk must be one of {DANGLING_FK}, got {dangling_fk!r}")
@@ -293,6 +353,17 @@ def build_graph(db, *, fit_until=None, text_columns: dict[str, list[str]] | None
         bad = [c for c in cols if c not in t.df.columns or c in {t.pkey_col, t.time_col, *t.fkey_col_to_pkey_table}]
         if bad:
             raise SchemaError(f"text_columns[{tname!r}]: {bad} are not feature columns of the table")
+    stypes = infer_stypes(db)
+    for tname, cols in (col_to_stype or {}).items():
+        if tname not in db.table_dict:
+            raise SchemaError(f"col_to_stype: no table {tname!r} (tables: {sorted(db.table_dict)})")
+        for c, st in cols.items():
+            v = getattr(st, "value", st)
+            if v not in STYPES:
+                raise SchemaError(f"col_to_stype[{tname!r}][{c!r}] must be one of {STYPES}, got {st!r}")
+            if c not in db.table_dict[tname].df.columns:
+                raise SchemaError(f"col_to_stype[{tname!r}]: no column {c!r} in the table")
+            stypes[tname][c] = v
     frames, key_maps, dangling = rekey(db)
     from relbench.base import Database, Table
 
@@ -307,7 +378,7 @@ def build_graph(db, *, fit_until=None, text_columns: dict[str, list[str]] | None
         if len(fit_df) == 0:
             fit_df = t.df
         x_num, x_cat, spec = _encode_table(name, t, fit_df, set(text_columns.get(name, ())), text_embedder,
-                                           nonfinite)
+                                           nonfinite, stypes.get(name))
         data[name].x_num = torch.tensor(x_num, dtype=torch.float32)
         data[name].x_cat = torch.tensor(x_cat, dtype=torch.long)
         data[name].num_nodes = len(t.df)

@@ -154,6 +154,8 @@ class FitResult:
     num_params: int
     model: RelationalModel = field(repr=False)
     steps: int = 0
+    curve: object = None
+    """The validation :class:`icml25.train.Curve` (x = optimiser steps; ``stopped_by`` "plateau" or "budget")."""
 
 
 def build_model(cfg: FitConfig, graph: RelGraph, td: TaskData) -> RelationalModel:
@@ -371,10 +373,25 @@ def presample(graph: RelGraph, td: TaskData, cfg: FitConfig, *, seed: int = 0,
     return Presampled(tr, va, te, rate)
 
 
+def steps_per_epoch(td: TaskData, cfg: FitConfig, batches: Presampled | None = None) -> int:
+    """Optimiser steps in one epoch: the (presampled or freshly sampled) training batches, at most
+    ``max_steps_per_epoch``; with ``sampling="full"`` (entity tasks) one per training seed time."""
+    if batches is not None:
+        return min(len(batches.train), cfg.max_steps_per_epoch)
+    if cfg.sampling == "sampled" or td.kind == "recommendation":
+        return min(-(-td.n_rows["train"] // cfg.batch_size), cfg.max_steps_per_epoch)
+    return len(td.splits["train"])
+
+
 def fit(graph: RelGraph, td: TaskData, cfg: FitConfig, *, progress=None, batches: Presampled | None = None,
         device: torch.device | str = "cpu") -> FitResult:
-    """Train with Adam for ``cfg.epochs`` epochs, select the best validation epoch, return test predictions and
-    timings.
+    """Train with Adam until the validation metric plateaus (at most ``cfg.epochs`` epochs), keep the best
+    validation epoch's weights, return test predictions, the validation :class:`icml25.train.Curve` and timings.
+
+    Early stopping (:func:`icml25.train.train_until_plateau`): the validation split is scored after every epoch;
+    training stops when ``cfg.patience`` epochs in a row do not improve the best score by more than
+    ``cfg.min_delta`` (``curve.stopped_by == "plateau"``), or after ``cfg.epochs`` epochs (``"budget"``). The weights
+    of the best epoch (strict improvement, upstream RelBench) are restored before the test split is predicted.
 
     Default (``sampling="sampled"``, the RelBench recipe): every epoch shuffles the training seed rows, splits them
     into batches of ``batch_size`` (at most ``max_steps_per_epoch``), samples each batch's temporal sub-graphs
@@ -383,6 +400,7 @@ def fit(graph: RelGraph, td: TaskData, cfg: FitConfig, *, progress=None, batches
     ``device``: where the model and each batch live (sampling stays on the CPU; predictions come back as numpy).
     """
     from icml25.seeding import seed_everything
+    from icml25.train import train_until_plateau
 
     cfg.validate()
     seed_everything(cfg.seed)
@@ -390,45 +408,59 @@ def fit(graph: RelGraph, td: TaskData, cfg: FitConfig, *, progress=None, batches
     run = _Runner(model, graph, td, cfg, device=device)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     rng = np.random.default_rng(cfg.seed)
-    best, best_state, best_epoch, curve, epoch_s, epoch_cpu = None, None, -1, [], [], []
-    n_steps = 0
-    for epoch in range(cfg.epochs):
-        model.train()
-        t0, c0 = time.perf_counter(), time.process_time()
-        if batches is not None:
-            items = [batches.train[i] for i in rng.permutation(len(batches.train))][: cfg.max_steps_per_epoch]
-        else:
-            items = run.train_batches(rng)
-        for item in items:
-            opt.zero_grad()
-            loss = run.step_loss(item)
-            if loss is None:
-                continue
-            loss.backward()
-            opt.step()
-            n_steps += 1
-        epoch_s.append(time.perf_counter() - t0)
-        epoch_cpu.append(time.process_time() - c0)
+    per_epoch = steps_per_epoch(td, cfg, batches)
+    st = {"items": [], "t0": 0.0, "c0": 0.0, "best_state": None, "best_epoch": -1, "steps": 0}
+    epoch_s, epoch_cpu, values = [], [], []
+
+    def step(i: int) -> None:
+        if i % per_epoch == 0:  # a new epoch: reshuffle (and resample, unless presampled)
+            model.train()
+            st["t0"], st["c0"] = time.perf_counter(), time.process_time()
+            if batches is not None:
+                st["items"] = [batches.train[j] for j in rng.permutation(len(batches.train))][:per_epoch]
+            else:
+                st["items"] = run.train_batches(rng)[:per_epoch]
+        item = st["items"][i % per_epoch] if i % per_epoch < len(st["items"]) else None
+        if item is None:
+            return
+        opt.zero_grad()
+        loss = run.step_loss(item)
+        if loss is None:
+            return
+        loss.backward()
+        opt.step()
+        st["steps"] += 1
+
+    def evaluate() -> float:
+        epoch_s.append(time.perf_counter() - st["t0"])
+        epoch_cpu.append(time.process_time() - st["c0"])
         val = run.score("val", run.predict("val", batches.val if batches is not None else None))
-        curve.append(val)
-        better = best is None or (val > best if td.higher_is_better else val < best)
-        if better and np.isfinite(val):
-            best, best_state, best_epoch = val, copy.deepcopy(model.state_dict()), epoch
+        values.append(val)
         if progress is not None:
-            progress(epoch, val)
-    if best_state is not None:
-        model.load_state_dict(best_state)
+            progress(len(values) - 1, val)
+        return val if np.isfinite(val) else (-1e30 if td.higher_is_better else 1e30)
+
+    def keep(_step: int, _val: float) -> None:
+        st["best_state"], st["best_epoch"] = copy.deepcopy(model.state_dict()), len(values) - 1
+
+    curve = train_until_plateau(step, evaluate, max_steps=cfg.epochs * per_epoch, eval_every=per_epoch,
+                                patience=cfg.patience, min_delta=cfg.min_delta,
+                                higher_is_better=td.higher_is_better, on_improve=keep)
+    best_epoch = st["best_epoch"]
+    if st["best_state"] is not None:
+        model.load_state_dict(st["best_state"])
+    best = values[best_epoch] if best_epoch >= 0 else float("nan")
     t0 = time.perf_counter()
     pred = run.predict("test", batches.test if batches is not None else None)
     infer_s = time.perf_counter() - t0
     test = run.score("test", pred)
     n_train = (sum(len(b.pos) for b in batches.train) if batches is not None else td.n_rows["train"])
     return FitResult(
-        metric=td.metric, val=float(best if best is not None else float("nan")), test=float(test), test_pred=pred,
-        val_curve=curve, best_epoch=best_epoch, epoch_seconds=epoch_s, epoch_cpu_seconds=epoch_cpu,
+        metric=td.metric, val=float(best), test=float(test), test_pred=pred,
+        val_curve=values, best_epoch=best_epoch, epoch_seconds=epoch_s, epoch_cpu_seconds=epoch_cpu,
         train_rows_per_s=n_train / max(np.mean(epoch_s), 1e-9),
         infer_rows_per_s=td.n_rows["test"] / max(infer_s, 1e-9), activation_mb=float("nan"),
-        num_params=sum(p.numel() for p in model.parameters()), model=model, steps=n_steps,
+        num_params=sum(p.numel() for p in model.parameters()), model=model, steps=st["steps"], curve=curve,
     )
 
 
