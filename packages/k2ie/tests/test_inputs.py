@@ -121,3 +121,77 @@ def test_readme_quickstart_runs():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     code = re.findall(r"^```python\n(.*?)^```", readme, re.S | re.M)[0]
     exec(compile(code, "README.md", "exec"), {})
+
+
+# --- points from CSV (one coordinate per column, the window from --bounds) ---------------------------------------
+
+def _write_csv(path, x, header=None):
+    lines = ([",".join(header)] if header else []) + [",".join(repr(float(v)) for v in row) for row in x]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("header", [None, ["x", "y"]])
+def test_csv_points_round_trip_equal_the_api_fit(tmp_path, header):
+    """`fit --points pts.csv --bounds ...` fits exactly the points of the file on the box of the bounds: λ̂ equals the
+    API fit on the same points (2-D, with and without a header row); a shifted window is the negative control."""
+    from k2ie.io import read_points_csv, window_from_bounds
+
+    rng = np.random.default_rng(0)
+    x = rng.uniform([0.0, 1.0], [2.0, 4.0], (40, 2))
+    f = _write_csv(tmp_path / "pts.csv", x, header)
+    np.testing.assert_array_equal(read_points_csv(f), x)  # repr() round-trips float64 exactly
+    run = tmp_path / "run"
+    assert main(["fit", "--points", str(f), "--bounds", "0", "2", "1", "4", "--no-select", "--estimator.a", "3",
+                 "--estimator.b", "0.7", "--estimator.n-features", "60", "--out", str(run), "--quiet"]) == 0
+    model = json.loads((run / "model.json").read_text())
+    assert model["window"] == [[[0.0, 2.0], [1.0, 4.0]]]
+    grid = rng.uniform([0.0, 1.0], [2.0, 4.0], (25, 2))
+    ref = K2IE(a=3.0, b=0.7, n_features=60).fit(x, window_from_bounds([0, 2, 1, 4]))
+    from k2ie.cli import load_run
+
+    est, _ = load_run(run)
+    np.testing.assert_allclose(est.predict(grid), ref.predict(grid), rtol=1e-12)
+    other = K2IE(a=3.0, b=0.7, n_features=60).fit(x, window_from_bounds([-1, 2, 1, 5]))
+    assert np.abs(other.predict(grid) - ref.predict(grid)).max() > 1e-3
+
+
+def test_csv_points_with_selection_and_blank_lines(tmp_path):
+    f = tmp_path / "pts.csv"
+    f.write_text("t\n1.0\n\n2.5\n7.0\n9.5\n")
+    run = tmp_path / "run"
+    assert main(["fit", "--points", str(f), "--bounds", "0", "10", "--grid-size", "2", "--n-splits", "2",
+                 "--estimator.n-features", "20", "--out", str(run), "--quiet"]) == 0
+    assert json.loads((run / "fit.json").read_text())["n_points"] == 4
+
+
+@pytest.mark.parametrize("text, bounds, match", [
+    ("x\n0.5\nabc\n", ["0", "1"], r"line 3, column 1 \('x'\): 'abc' is not a finite number"),
+    ("0.5,0.5\n0.2\n", ["0", "1", "0", "1"], "line 2: 1 column"),
+    ("0.5\nnan\n", ["0", "1"], "line 2, column 1: 'nan'"),
+    ("0.5\n1.5\n", ["0", "1"], "outside the window"),
+    ("0.5\n", ["0", "1", "0", "1"], "d=1 column"),
+    ("0.5\n", ["0", "1", "2"], "pairs lo hi"),
+    ("0.5\n", ["1", "0"], "lo >= hi"),
+    ("0.5\n", ["0", "nan"], "finite"),
+    ("0.5\n", None, "give its window with --bounds"),
+    ("", ["0", "1"], "is empty"),
+])
+def test_cli_bad_csv(tmp_path, capsys, text, bounds, match):
+    f = tmp_path / "pts.csv"
+    f.write_text(text)
+    args = ["fit", "--points", str(f), "--no-select"] + (["--bounds", *bounds] if bounds else [])
+    rc, err, out = _cli(tmp_path, capsys, *args)
+    assert rc == 2 and re.search(match, err), err
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_cli_bounds_need_csv_points(tmp_path, capsys):
+    rc, err, out = _cli(tmp_path, capsys, "fit", "--bounds", "0", "1", "--no-select")
+    assert rc == 2 and "--bounds" in err and not out.exists()
+    f = tmp_path / "pts.json"
+    f.write_text(json.dumps({"points": [[0.5]], "window": [[[0.0, 1.0]]]}))
+    rc, err, out = _cli(tmp_path, capsys, "fit", "--points", str(f), "--bounds", "0", "1", "--no-select")
+    assert rc == 2 and "own 'window'" in err and not out.exists()
+    rc, err, out = _cli(tmp_path, capsys, "fit", "--points", str(tmp_path / "missing.csv"), "--bounds", "0", "1")
+    assert rc == 2 and "missing.csv" in err and "no such file" in err and not out.exists()

@@ -358,15 +358,20 @@ def test_trials_on_two_workers_equal_one_worker(tmp_path):
     on the worker or on the other trials (negative control: seed 0's trial differs from seed 1's)."""
     from dataclasses import replace
 
-    from k2ie import reproduce as rep
     from k2ie.config import BUDGETS
     from k2ie.errors import K2ieError
+    from k2ie.reproduce import accuracy, common
 
     def ise(workers, seeds):
         cfg = replace(BUDGETS.smoke, workers=workers)
-        rep._STORE.clear()
-        rep.accuracy_1d(cfg, seeds, tmp_path)
-        return [(t["label"], m, t[m]["ise"], t[m]["params"]) for t in rep._STORE.pop("trials") for m in rep.METHODS]
+        common.STORE.clear()
+        sec = accuracy.accuracy_1d(cfg, seeds, tmp_path)
+        gates = {c.claim for c in sec.claims if c.kind == "gate"}
+        assert len(gates) == len(common.METHODS)  # one competence gate per method and data set
+        for c in sec.claims:  # every paper claim waits on the gates of both methods it compares
+            assert c.kind == "gate" or (c.gates and len(c.gates) == 2 and set(c.gates) <= gates), c.claim
+        return [(t["label"], m, t[m]["ise"], t[m]["params"]) for t in common.STORE.pop("trials")
+                for m in common.METHODS]
 
     one = ise(1, [0, 1])
     assert ise(2, [0, 1]) == one
@@ -374,3 +379,18 @@ def test_trials_on_two_workers_equal_one_worker(tmp_path):
     assert alone == one[3:] and alone != one[:3]
     with pytest.raises(K2ieError, match="workers"):
         replace(BUDGETS.smoke, workers=0)
+
+
+def test_constant_control_is_the_flat_kernel_limit_of_k2ie():
+    """The gates' trivial control N/|T| is inside K²IE's family: with a flat kernel (b → 0, k ≡ 1 on T) the Fredholm
+    equation gives h ≡ a/(1 + a|T|), so λ̂ ≡ N·a/(1 + a|T|) (closed form, any a), → N/|T| as a → ∞. A finite b is
+    the negative control (λ̂ then varies over the window)."""
+    rng = np.random.default_rng(3)
+    win = Window([[[0.0, 4.0]], [[5.0, 6.0]]])  # |T| = 5, two boxes
+    x = np.concatenate([rng.uniform(0, 4, (30, 1)), rng.uniform(5, 6, (7, 1))])
+    g = np.concatenate([np.linspace(0, 4, 9), np.linspace(5, 6, 3)])[:, None]
+    for a in (0.3, 2.0, 1e6):
+        lam = K2IE(a=a, b=1e-7, n_features=20).fit(x, win).predict(g)
+        np.testing.assert_allclose(lam, len(x) * a / (1 + a * win.volume), rtol=1e-6)
+    lam = K2IE(a=1e6, b=1.0, n_features=200).fit(x, win).predict(g)
+    assert np.ptp(lam) > 0.5
