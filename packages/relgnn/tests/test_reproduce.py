@@ -146,3 +146,16 @@ def test_trivial_controls_and_the_floor_on_the_same_rows(tiny_synth):
         assert np.array_equal(a, b) and not np.array_equal(a, c)
         full = floor_predictions(graph, td, "test", lookback=None)
         assert np.array_equal(full, floor_predictions(graph, td, "test", train_rows=np.arange(n), lookback=None))
+
+
+def test_gate_names_the_paper_claims_rely_on():
+    """RelGNN vs GraphSAGE relies on both GNN gates (plateau + floor + trivial control) and the floor's gate; the
+    ablated model's gate is the plateau and the trivial control only (not the floor it may fall to)."""
+    from relgnn.reproduce.gates import floor_gate_name, gate_names, gnn_gate_name
+
+    g = gate_names(None, "user-churn", ("relgnn", "sage"))
+    assert g == [gnn_gate_name("user-churn", "relgnn"), gnn_gate_name("user-churn", "sage"),
+                 floor_gate_name("user-churn")]
+    assert all("no-relation floor" in x for x in g[:2])
+    assert "floor" not in gnn_gate_name("user-churn", "relgnn-mean")
+    assert len(set(g)) == 3
