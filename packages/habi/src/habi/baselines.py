@@ -12,6 +12,7 @@ give them Habi's step budget, batch size and lr grid. Both act through :class:`M
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -56,9 +57,10 @@ class MLPActor:
         return self.act_batch(np.asarray(observation, dtype=np.float32)[None])[0]
 
 
-def regress_policy(states: np.ndarray, targets: np.ndarray, *, normalizer: GaussianNormalizer,
-                   config: RegressConfig, seed: int = 0, normalized: bool = True) -> MLPActor:
-    """Fit ``tanh(MLP(s)) ≈ target`` by MSE; ``states (N, obs)`` (already normalised if ``normalized``)."""
+def make_regressor(states: np.ndarray, targets: np.ndarray, *, normalizer: GaussianNormalizer,
+                   config: RegressConfig, seed: int = 0, normalized: bool = True) -> tuple[MLPActor, Any]:
+    """A fresh ``tanh(MLP(s))`` policy and ``step() -> loss``, one Adam update of the MSE to ``targets`` on a
+    minibatch drawn with replacement (seeded; cosine schedule over ``config.steps``)."""
     if len(states) == 0:
         raise HabiConfigError("regress_policy: empty data set")
     torch.manual_seed(seed)
@@ -69,7 +71,9 @@ def regress_policy(states: np.ndarray, targets: np.ndarray, *, normalizer: Gauss
     opt = torch.optim.Adam(net.parameters(), lr=config.lr, foreach=True)
     sched = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=config.steps) if config.schedule == "cosine"
              else None)
-    for _ in range(config.steps):
+
+    def step() -> float:
+        net.train()
         idx = torch.from_numpy(rng.integers(0, len(S), size=config.batch_size))
         loss = ((net(S[idx]) - Y[idx]) ** 2).mean()
         opt.zero_grad(set_to_none=True)
@@ -77,4 +81,18 @@ def regress_policy(states: np.ndarray, targets: np.ndarray, *, normalizer: Gauss
         opt.step()
         if sched is not None:
             sched.step()
-    return MLPActor(net=net, normalizer=normalizer)
+        return float(loss.detach())
+
+    return MLPActor(net=net, normalizer=normalizer), step
+
+
+def regress_policy(states: np.ndarray, targets: np.ndarray, *, normalizer: GaussianNormalizer,
+                   config: RegressConfig, seed: int = 0, normalized: bool = True) -> MLPActor:
+    """Fit ``tanh(MLP(s)) ≈ target`` by MSE for ``config.steps`` steps; ``states (N, obs)`` (already normalised if
+    ``normalized``)."""
+    actor, step = make_regressor(states, targets, normalizer=normalizer, config=config, seed=seed,
+                                 normalized=normalized)
+    for _ in range(config.steps):
+        step()
+    actor.net.eval()
+    return actor

@@ -171,11 +171,11 @@ class HabiReproduceOptions(ReproduceOptions):
     """Run the method and its baselines side by side and measure the paper's claims (a fixed CPU-scale protocol,
     so there is no ``--device``)."""
 
-    task: Literal["main", "kl-long", "hopper", "replay"] = "main"
-    """'main': every claim (the committed full run); 'kl-long': the paper's KL setting (dual step 3e-4) trained
-    20k steps until the KL sits at its target (3 seeds); 'hopper': the returns protocol on Hopper-v5 medium data
-    from our SAC, D4RL-normalised (needs the mujoco extra); 'replay': 3 seeds of the main protocol plus the
-    medium-replay section with its label diagnostic. Their wall times are in the README."""
+    task: Literal["main", "replay", "hopper"] = "main"
+    """'main': every claim on Pendulum-v1 medium (the committed full run: the planner trained to its plateau,
+    competence gates, Habi at the paper's KL setting, speed); 'replay': the same returns protocol on the
+    medium-replay data set with its own planner; 'hopper': the returns protocol on Hopper-v5 medium data from our
+    SAC, D4RL-normalised (needs the mujoco extra). Their wall times are in the README."""
 
 
 def reproduce_cmd(opts: HabiReproduceOptions) -> int:

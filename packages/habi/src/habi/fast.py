@@ -54,6 +54,7 @@ class _Numpy:
     mish, softplus, tanh, minimum = staticmethod(mish), staticmethod(softplus), np.tanh, np.minimum
     cat = staticmethod(lambda xs: np.concatenate(xs, axis=1))
     clip = staticmethod(lambda x: np.clip(x, -1.0, 1.0))
+    arange = staticmethod(np.arange)
 
     @staticmethod
     def arr(t: torch.Tensor) -> np.ndarray:
@@ -89,6 +90,7 @@ class _Torch:
     mish, softplus, tanh, minimum = staticmethod(F.mish), staticmethod(F.softplus), torch.tanh, torch.minimum
     cat = staticmethod(lambda xs: torch.cat(xs, dim=1))
     clip = staticmethod(lambda x: torch.clamp(x, -1.0, 1.0))
+    arange = staticmethod(torch.arange)
 
     @staticmethod
     def arr(t: torch.Tensor) -> torch.Tensor:
@@ -128,6 +130,20 @@ class NormalStream:
             self._i = 0
         self._i += 1
         return self._buf[self._i - 1]
+
+    def take_many(self, n: int) -> np.ndarray:
+        """The next ``n`` draws in stream order, ``(n, *shape)``: the same numbers as ``n`` calls of :meth:`take`."""
+        out = np.empty((n, *self.shape), dtype=np.float32)
+        i = 0
+        while i < n:
+            if self._i >= self.block:
+                self._buf = self.rng.standard_normal((self.block, *self.shape), dtype=np.float32)
+                self._i = 0
+            k = min(n - i, self.block - self._i)
+            out[i : i + k] = self._buf[self._i : self._i + k]
+            self._i += k
+            i += k
+        return out
 
 
 def backend(name: str):
@@ -338,4 +354,31 @@ class FastHabit:
                 out = a[int(self.critic(xp.cat([z, a])).argmax())]  # q_std > 0: the argmax of f suffices
             else:
                 out = a[int(self.planner._q_min(s, a).argmax())]
+            return xp.to_np(xp.clip(out))
+
+    def decide_batch(self, s: np.ndarray, eps: np.ndarray | None) -> np.ndarray:
+        """``B`` decisions at once: ``s (B, obs)`` normalised, ``eps (B, N, d_z)`` standard normal ->
+        ``(B, act)`` in [-1, 1]; row ``b`` is :meth:`decide` ``(s[b:b+1], eps[b])`` (same maths, one matmul per
+        layer for all ``B·N`` candidates)."""
+        xp = self.xp
+        b = s.shape[0]
+        with torch.inference_mode():
+            s = xp.from_np(s)
+            mu, pre = self.prior(s)  # (B, d_z) each
+            if self.latent == "mean":
+                z = mu  # (B, d_z): one candidate per state
+                n = 1
+            else:
+                n = eps.shape[1]
+                sig = xp.softplus(pre) + SIGMA_FLOOR
+                z = (sig[:, None] * xp.from_np(eps) + mu[:, None]).reshape(b * n, -1)  # (B, N, d_z) -> (B·N, d_z)
+            if self.cond or self.scorer.startswith("planner"):
+                s_rep = s.repeat_interleave(n, 0) if xp is _Torch else np.repeat(s, n, 0)  # (B·N, obs)
+            a = self.decoder(xp.cat([z, s_rep]) if self.cond else z)  # (B·N, act)
+            if self.scorer == "none":
+                out = a.reshape(b, n, -1)[:, 0]
+            else:
+                q = (self.critic(xp.cat([z, a])) if self.scorer == "habi" else self.planner._q_min(s_rep, a))
+                k = q.reshape(b, n).argmax(1)  # (B·N,) -> (B, N): the best candidate per state
+                out = a.reshape(b, n, -1)[xp.arange(b), k]
             return xp.to_np(xp.clip(out))

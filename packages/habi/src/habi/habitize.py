@@ -79,17 +79,8 @@ class Habitizer:
                 "eta_kl": float(self.kl_weight.eta), "critic_loss": critic_loss.item()}
 
 
-def habitize(teacher: dict[str, np.ndarray], *, habi: HabiConfig, config: HabitizeConfig, seed: int = 0,
-             log: Any = None, progress: bool = True,
-             device: torch.device | str = "cpu") -> tuple[Synergy, list[dict[str, float]]]:
-    """Train the habitual model on the teacher rows of :func:`habi.teacher.generate_goal_directed_behavior`.
-
-    ``device``: where the model and the teacher rows live while training; the model comes back on the CPU.
-
-    Returns the model and the logged trajectory (every ``steps // 50`` steps: recon, KL means, η_KL, critic loss).
-    """
-    from tqdm.auto import tqdm
-
+def check_teacher(teacher: dict[str, np.ndarray], habi: HabiConfig) -> None:
+    """Refuse teacher rows with a missing key, NaN/inf, no rows, or sizes that differ from ``habi``."""
     for k in ("states", "candidates", "values", "best_actions"):
         if k not in teacher:
             raise HabiConfigError(f"teacher data: missing key {k!r}")
@@ -101,6 +92,13 @@ def habitize(teacher: dict[str, np.ndarray], *, habi: HabiConfig, config: Habiti
         raise HabiConfigError(f"teacher data sizes (obs {teacher['states'].shape[1]}, act "
                          f"{teacher['best_actions'].shape[1]}) do not match the habi config "
                          f"(obs {habi.obs_dim}, act {habi.act_dim})")
+
+
+def make_habitizer(teacher: dict[str, np.ndarray], *, habi: HabiConfig, config: HabitizeConfig, seed: int = 0,
+                   device: torch.device | str = "cpu") -> tuple[Habitizer, Any]:
+    """A fresh :class:`Habitizer` on a new :class:`Synergy` (critic standardised by the teacher Q's mean/sd) and
+    ``step() -> metrics``, one update on a minibatch drawn with replacement from the teacher rows (seeded)."""
+    check_teacher(teacher, habi)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     S, A = torch.from_numpy(teacher["states"]), torch.from_numpy(teacher["candidates"])
@@ -112,12 +110,32 @@ def habitize(teacher: dict[str, np.ndarray], *, habi: HabiConfig, config: Habiti
     model = model.to(device)
     S, A, Q, B = (t.to(device) for t in (S, A, Q, B))
     trainer = Habitizer(model=model, config=config)
+
+    def step() -> dict[str, float]:
+        idx = torch.from_numpy(rng.integers(0, len(S), size=config.batch_size)).to(device)
+        return trainer.step(S[idx], A[idx], Q[idx], B[idx])
+
+    return trainer, step
+
+
+def habitize(teacher: dict[str, np.ndarray], *, habi: HabiConfig, config: HabitizeConfig, seed: int = 0,
+             log: Any = None, progress: bool = True,
+             device: torch.device | str = "cpu") -> tuple[Synergy, list[dict[str, float]]]:
+    """Train the habitual model on the teacher rows of :func:`habi.teacher.generate_goal_directed_behavior`.
+
+    ``device``: where the model and the teacher rows live while training; the model comes back on the CPU.
+
+    Returns the model and the logged trajectory (every ``steps // 50`` steps: recon, KL means, η_KL, critic loss).
+    """
+    from tqdm.auto import tqdm
+
+    trainer, one_step = make_habitizer(teacher, habi=habi, config=config, seed=seed, device=device)
+    model = trainer.model
     hist: list[dict[str, float]] = []
     every = max(1, config.steps // 50)
     t0 = time.perf_counter()
     for step in tqdm(range(1, config.steps + 1), desc="habitize", disable=not progress, mininterval=2.0):
-        idx = torch.from_numpy(rng.integers(0, len(S), size=config.batch_size)).to(device)
-        out = trainer.step(S[idx], A[idx], Q[idx], B[idx])
+        out = one_step()
         if step % every == 0 or step == config.steps:
             out = {"step": step, **out, "seconds": round(time.perf_counter() - t0, 2)}
             hist.append(out)

@@ -166,49 +166,50 @@ def _soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
             pt.lerp_(ps, tau)
 
 
-def train_planner(data: dict[str, np.ndarray], *, config: PlannerConfig, train: PlannerTrainConfig,
-                  seed: int = 0, log: Any = None, progress: bool = True,
-                  device: torch.device | str = "cpu") -> DiffusionPlanner:
-    """Train a Diffusion-QL planner on a D4RL-layout data set; returns the frozen :class:`DiffusionPlanner`.
+class PlannerTrainer:
+    """Diffusion-QL training one step at a time (:meth:`step`), so a caller can evaluate the planner between steps
+    (``icml25.train.train_until_plateau``) and keep its best weights (:meth:`state` / :meth:`load`).
 
-    ``device``: where the networks and the data set live while training; the planner comes back on the CPU (its
-    decisions run there, batch 1).
-
-    ``log(step, **metrics)`` (e.g. ``RunDir.log``) receives losses every ``steps // 20`` steps.
+    ``data`` is a D4RL-layout data set; its ``qlearning_dataset`` rows are normalised with a normaliser fitted on
+    them (saved with the planner and reused by Habi). ``device``: where the networks and the rows live.
     """
-    from tqdm.auto import tqdm
 
-    torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    q = qlearning_dataset(data)
-    if q["observations"].shape[1] != config.obs_dim or q["actions"].shape[1] != config.act_dim:
-        raise HabiConfigError(f"data sizes (obs {q['observations'].shape[1]}, act {q['actions'].shape[1]}) do not match "
-                         f"the planner config (obs {config.obs_dim}, act {config.act_dim})")
-    norm = GaussianNormalizer.fit(q["observations"])
-    S, A = torch.from_numpy(norm(q["observations"])), torch.from_numpy(q["actions"])
-    S2, R = torch.from_numpy(norm(q["next_observations"])), torch.from_numpy(q["rewards"])
-    D = torch.from_numpy(q["terminals"])
-    S, A, S2, R, D = (t.to(device) for t in (S, A, S2, R, D))
-    nets = PlannerNets(cfg=config).to(device)
-    nets.train()
-    opt_a = torch.optim.Adam(nets.actor.parameters(), lr=train.lr, foreach=True)
-    opt_c = torch.optim.Adam(nets.critic.parameters(), lr=train.lr, foreach=True)
-    n = S.shape[0]
-    every = max(1, train.steps // 20)
-    t0 = time.perf_counter()
-    for step in tqdm(range(1, train.steps + 1), desc="train planner", disable=not progress, mininterval=2.0):
-        idx = torch.from_numpy(rng.integers(0, n, size=train.batch_size)).to(device)
-        s, a, r, s2, d = S[idx], A[idx], R[idx], S2[idx], D[idx]
+    def __init__(self, data: dict[str, np.ndarray], *, config: PlannerConfig, train: PlannerTrainConfig,
+                 seed: int = 0, device: torch.device | str = "cpu") -> None:
+        torch.manual_seed(seed)
+        self.rng = np.random.default_rng(seed)
+        q = qlearning_dataset(data)
+        if q["observations"].shape[1] != config.obs_dim or q["actions"].shape[1] != config.act_dim:
+            raise HabiConfigError(f"data sizes (obs {q['observations'].shape[1]}, act {q['actions'].shape[1]}) do "
+                                  f"not match the planner config (obs {config.obs_dim}, act {config.act_dim})")
+        self.config, self.train, self.device = config, train, device
+        self.norm = GaussianNormalizer.fit(q["observations"])
+        S, A = torch.from_numpy(self.norm(q["observations"])), torch.from_numpy(q["actions"])
+        S2, R = torch.from_numpy(self.norm(q["next_observations"])), torch.from_numpy(q["rewards"])
+        D = torch.from_numpy(q["terminals"])
+        self.S, self.A, self.S2, self.R, self.D = (t.to(device) for t in (S, A, S2, R, D))
+        self.nets = PlannerNets(cfg=config).to(device)
+        self.nets.train()
+        self.opt_a = torch.optim.Adam(self.nets.actor.parameters(), lr=train.lr, foreach=True)
+        self.opt_c = torch.optim.Adam(self.nets.critic.parameters(), lr=train.lr, foreach=True)
+        self.steps_done = 0
+
+    def step(self) -> dict[str, float]:
+        """One critic and one actor update (plus the target/EMA soft updates); returns the losses."""
+        nets, train = self.nets, self.train
+        nets.train()
+        idx = torch.from_numpy(self.rng.integers(0, self.S.shape[0], size=train.batch_size)).to(self.device)
+        s, a, r, s2, d = self.S[idx], self.A[idx], self.R[idx], self.S2[idx], self.D[idx]
         # critic: TD with the EMA actor's next action and the target twin critic
         with torch.no_grad():
             a2 = nets.ema_actor.sample(s2)
             y = r + train.gamma * (1.0 - d) * nets.critic_target.q_min(s2, a2)
         q1, q2 = nets.critic(s, a)
         critic_loss = ((q1 - y) ** 2).mean() + ((q2 - y) ** 2).mean()
-        opt_c.zero_grad(set_to_none=True)
+        self.opt_c.zero_grad(set_to_none=True)
         critic_loss.backward()
         nn.utils.clip_grad_norm_(nets.critic.parameters(), train.grad_clip)
-        opt_c.step()
+        self.opt_c.step()
         # actor: diffusion BC + eta * normalised Q
         bc = nets.actor.loss(a, s)
         a_pi = nets.actor.sample(s)
@@ -219,13 +220,45 @@ def train_planner(data: dict[str, np.ndarray], *, config: PlannerConfig, train: 
             p.requires_grad_(True)
         q_loss = -q1p.mean() / q2p.abs().mean().detach().clamp(min=1e-6)
         actor_loss = bc + train.eta * q_loss
-        opt_a.zero_grad(set_to_none=True)
+        self.opt_a.zero_grad(set_to_none=True)
         actor_loss.backward()
         nn.utils.clip_grad_norm_(nets.actor.parameters(), train.grad_clip)
-        opt_a.step()
+        self.opt_a.step()
         _soft_update(nets.critic_target, nets.critic, train.tau)
         _soft_update(nets.ema_actor, nets.actor, train.tau)
+        self.steps_done += 1
+        return {"critic_loss": critic_loss.item(), "bc_loss": bc.item(), "q_loss": q_loss.item(),
+                "q_mean": q1.detach().mean().item()}
+
+    def state(self) -> dict[str, torch.Tensor]:
+        """A copy of every planner weight (on the CPU), e.g. the best ones seen by a validation loop."""
+        return {k: v.detach().cpu().clone() for k, v in self.nets.state_dict().items()}
+
+    def planner(self, state: dict[str, torch.Tensor] | None = None) -> DiffusionPlanner:
+        """A frozen CPU :class:`DiffusionPlanner` from a copy of the current weights (or of ``state``)."""
+        nets = PlannerNets(cfg=self.config)
+        nets.load_state_dict(self.state() if state is None else state)
+        return DiffusionPlanner(config=self.config, nets=nets, normalizer=self.norm)
+
+
+def train_planner(data: dict[str, np.ndarray], *, config: PlannerConfig, train: PlannerTrainConfig,
+                  seed: int = 0, log: Any = None, progress: bool = True,
+                  device: torch.device | str = "cpu") -> DiffusionPlanner:
+    """Train a Diffusion-QL planner on a D4RL-layout data set for ``train.steps`` steps; returns the frozen
+    :class:`DiffusionPlanner` (:class:`PlannerTrainer` does the steps).
+
+    ``device``: where the networks and the data set live while training; the planner comes back on the CPU (its
+    decisions run there, batch 1).
+
+    ``log(step, **metrics)`` (e.g. ``RunDir.log``) receives losses every ``steps // 20`` steps.
+    """
+    from tqdm.auto import tqdm
+
+    tr = PlannerTrainer(data, config=config, train=train, seed=seed, device=device)
+    every = max(1, train.steps // 20)
+    t0 = time.perf_counter()
+    for step in tqdm(range(1, train.steps + 1), desc="train planner", disable=not progress, mininterval=2.0):
+        m = tr.step()
         if log is not None and (step % every == 0 or step == train.steps):
-            log(step, stage="planner", critic_loss=critic_loss.item(), bc_loss=bc.item(), q_loss=q_loss.item(),
-                q_mean=q1.detach().mean().item(), seconds=round(time.perf_counter() - t0, 2))
-    return DiffusionPlanner(config=config, nets=nets.cpu(), normalizer=norm)
+            log(step, stage="planner", **m, seconds=round(time.perf_counter() - t0, 2))
+    return DiffusionPlanner(config=config, nets=tr.nets.cpu(), normalizer=tr.norm)

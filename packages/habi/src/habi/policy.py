@@ -64,8 +64,8 @@ class HabitualPolicy:
         planner: the teacher (:class:`habi.planner.DiffusionPlanner`), needed only for the planner scorers.
         latent: ``"sample"`` (paper) or ``"mean"`` (``z = μ_p(s)``).
         backend: how ``act`` (one observation) runs: ``"numpy"`` (default) or ``"torch"``, the compiled batch-1
-            paths of :mod:`habi.fast` (same maths, tested equal given the same draws), or ``"reference"``, the
-            plain batched torch path of ``act_batch``. Batched calls always use the reference path.
+            paths of :mod:`habi.fast` (same maths, tested equal given the same draws; ``act_batch`` too), or
+            ``"reference"``, the plain batched torch path.
         seed: seed of the numpy generator that draws the compiled paths' latents.
     """
 
@@ -119,11 +119,28 @@ class HabitualPolicy:
             out = select_candidates(a.reshape(b, n, -1), q.reshape(b, n))  # (B·N, ·) -> (B, N, ·)
         return out.clamp(-1.0, 1.0)
 
+    def _fast_path(self):
+        if self._fast is None:
+            from habi.fast import FastHabit, NormalStream
+
+            self._fast = FastHabit(self, backend=self.backend)  # weights snapshotted (frozen policy)
+            self._noise = NormalStream(self._rng, (self.num_candidates, self.cfg.latent_dim))
+        return self._fast
+
     def act_batch(self, observations: np.ndarray) -> np.ndarray:
-        """Raw observations ``(B, obs_dim)`` -> actions ``(B, act_dim)``."""
+        """Raw observations ``(B, obs_dim)`` -> actions ``(B, act_dim)``.
+
+        With the compiled backends (default) the latents come from the policy's own generator in stream order, so
+        ``act_batch(obs)`` returns exactly what ``[act(o) for o in obs]`` would from the same generator state;
+        ``backend="reference"`` runs the plain torch path with torch's global generator."""
         obs = np.asarray(observations, dtype=np.float32)
         if obs.ndim != 2 or obs.shape[1] != self.cfg.obs_dim:
             raise HabiConfigError(f"observations must have shape (B, {self.cfg.obs_dim}), got {obs.shape}")
+        if self.backend != "reference":
+            fast = self._fast_path()
+            s = (obs - self._mean_np) / self._std_np  # (B, obs)
+            eps = None if self.latent == "mean" else self._noise.take_many(len(obs))  # (B, N_c, d_z)
+            return fast.decide_batch(s, eps)
         with torch.inference_mode():
             s = (torch.from_numpy(obs) - self._mean) / self._std
             return self._decide(s).numpy()
@@ -134,13 +151,9 @@ class HabitualPolicy:
         if obs.shape != (self.cfg.obs_dim,):
             raise HabiConfigError(f"observation must have shape ({self.cfg.obs_dim},), got {obs.shape}")
         if self.backend != "reference":
-            if self._fast is None:
-                from habi.fast import FastHabit, NormalStream
-
-                self._fast = FastHabit(self, backend=self.backend)  # weights snapshotted (frozen policy)
-                self._noise = NormalStream(self._rng, (self.num_candidates, self.cfg.latent_dim))
+            fast = self._fast_path()
             s = ((obs - self._mean_np) / self._std_np)[None]  # (obs,) -> (1, obs)
-            return self._fast.decide(s, None if self.latent == "mean" else self._noise.take())
+            return fast.decide(s, None if self.latent == "mean" else self._noise.take())
         with torch.inference_mode():
             s = ((torch.from_numpy(obs) - self._mean) / self._std)[None]  # (obs,) -> (1, obs)
             return self._decide(s)[0].numpy()
