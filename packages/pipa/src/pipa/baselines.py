@@ -52,8 +52,9 @@ def _bos(rows: list[dict[str, Any]], tokenizer: Any) -> list[dict[str, Any]]:
 
 
 class LossTimer:
-    """Wraps ``trainer.compute_loss`` and adds up the wall time spent inside it (forward passes of policy and
-    reference + the loss), so that the loss computation is timed apart from the rest of the trainer step."""
+    """Wraps ``trainer.compute_loss`` and adds up the wall time spent inside it in training mode (forward passes of
+    policy and reference + the loss), so that the loss computation is timed apart from the rest of the trainer step
+    and from evaluations."""
 
     def __init__(self, trainer: Any) -> None:
         self.seconds = 0.0
@@ -61,6 +62,9 @@ class LossTimer:
         inner = trainer.compute_loss
 
         def timed(*args: Any, **kwargs: Any) -> Any:
+            model = args[0] if args else kwargs.get("model")
+            if model is not None and not getattr(model, "training", True):
+                return inner(*args, **kwargs)  # an evaluation: not a training step
             t0 = time.perf_counter()
             try:
                 return inner(*args, **kwargs)
@@ -84,42 +88,77 @@ def run_timed(trainer: Any, steps: int) -> dict[str, Any]:
 DPO_LOSSES = ("sigmoid", "ipo")
 
 
+def _plateau_args(plan: Any) -> dict[str, Any]:
+    if plan is None:
+        return {}
+    return dict(eval_strategy="steps", eval_steps=plan.eval_every, per_device_eval_batch_size=64)
+
+
+def _eval(rows: Any, tokenizer: Any) -> Any:
+    from datasets import Dataset
+
+    if rows is None:
+        return None
+    return {k: Dataset.from_list(_bos(v, tokenizer)) for k, v in rows.items()}
+
+
+def _fit(trainer: Any, steps: int, plan: Any) -> dict[str, Any]:
+    quiet(trainer)
+    if plan is None:
+        return run_timed(trainer, steps)
+    from pipa.plateau import fit_to_plateau
+
+    return fit_to_plateau(trainer, plan)
+
+
 def train_dpo(model: Any, ref_model: Any, tokenizer: Any, rows: list[dict[str, Any]], *, steps: int, lr: float,
               batch_size: int, seed: int, beta: float = 0.1, max_length: int = 64,
-              loss_type: str = "sigmoid") -> dict[str, Any]:
-    """trl DPO (``loss_type='sigmoid'``) or IPO (``loss_type='ipo'``) on ``prompt/chosen/rejected`` rows; returns
-    timing. Trains ``model`` in place."""
+              loss_type: str = "sigmoid", eval_rows: dict[str, list[dict[str, Any]]] | None = None,
+              plan: Any = None) -> dict[str, Any]:
+    """trl DPO (``loss_type='sigmoid'``) or IPO (``loss_type='ipo'``) on ``prompt/chosen/rejected`` rows; trains
+    ``model`` in place and returns timing. With ``plan`` (:class:`pipa.plateau.PlateauPlan`) and ``eval_rows``
+    (``{"val": rows, "test": rows}``) it trains to a validation plateau of its own loss (``steps`` ignored) and
+    returns the curve too (:func:`pipa.plateau.fit_to_plateau`)."""
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
     if loss_type not in DPO_LOSSES:
         raise ValueError(f"loss_type must be one of {DPO_LOSSES}, got {loss_type!r}")
+    steps = plan.max_steps if plan is not None else steps
     with tempfile.TemporaryDirectory() as tmp:
-        args = DPOConfig(beta=beta, loss_type=[loss_type], max_length=max_length,
+        args = DPOConfig(beta=beta, loss_type=[loss_type], max_length=max_length, **_plateau_args(plan),
                          **common_args(steps=steps, lr=lr, batch_size=batch_size, seed=seed, out=tmp))
         trainer = DPOTrainer(model=model, ref_model=ref_model, args=args,
-                             train_dataset=Dataset.from_list(_bos(rows, tokenizer)), processing_class=tokenizer)
-        quiet(trainer)
-        return run_timed(trainer, steps)
+                             train_dataset=Dataset.from_list(_bos(rows, tokenizer)),
+                             eval_dataset=_eval(eval_rows, tokenizer), processing_class=tokenizer)
+        return _fit(trainer, steps, plan)
 
 
-def train_kto(model: Any, ref_model: Any, tokenizer: Any, rows: list[dict[str, Any]], *, steps: int, lr: float,
-              batch_size: int, seed: int, beta: float = 0.1, max_length: int = 64) -> dict[str, Any]:
-    """trl KTO on ``prompt/completion/label`` rows (desirable/undesirable weights balanced as KTO recommends)."""
-    from datasets import Dataset
-    from trl import KTOConfig, KTOTrainer
-
+def kto_weights(rows: list[dict[str, Any]]) -> tuple[float, float]:
+    """``(desirable_weight, undesirable_weight)`` with ``w_D n_D = w_U n_U`` (KTO's recommended ratio range [1, 4/3]
+    at its lower end)."""
     n_pos = sum(bool(r["label"]) for r in rows)
     n_neg = len(rows) - n_pos
     if n_pos == 0 or n_neg == 0:
         raise ValueError("KTO needs both desirable and undesirable examples")
-    # KTO paper: weights so that (w_D n_D) / (w_U n_U) lies in [1, 4/3]; we use w_D = 1, w_U = n_D / n_U (ratio 1)
-    undesirable_weight = n_pos / n_neg
+    return 1.0, n_pos / n_neg
+
+
+def train_kto(model: Any, ref_model: Any, tokenizer: Any, rows: list[dict[str, Any]], *, steps: int, lr: float,
+              batch_size: int, seed: int, beta: float = 0.1, max_length: int = 64,
+              eval_rows: dict[str, list[dict[str, Any]]] | None = None, plan: Any = None) -> dict[str, Any]:
+    """trl KTO on ``prompt/completion/label`` rows (desirable/undesirable weights balanced as KTO recommends, from
+    the training rows; the same weights score the evaluation rows). ``plan``/``eval_rows`` as in :func:`train_dpo`."""
+    from datasets import Dataset
+    from trl import KTOConfig, KTOTrainer
+
+    wd, wu = kto_weights(rows)
+    steps = plan.max_steps if plan is not None else steps
     with tempfile.TemporaryDirectory() as tmp:
-        args = KTOConfig(beta=beta, max_length=max_length, desirable_weight=1.0,
-                         undesirable_weight=undesirable_weight,
+        args = KTOConfig(beta=beta, max_length=max_length, desirable_weight=wd, undesirable_weight=wu,
+                         **_plateau_args(plan),
                          **common_args(steps=steps, lr=lr, batch_size=batch_size, seed=seed, out=tmp))
         trainer = KTOTrainer(model=model, ref_model=ref_model, args=args,
-                             train_dataset=Dataset.from_list(_bos(rows, tokenizer)), processing_class=tokenizer)
-        quiet(trainer)
-        return run_timed(trainer, steps)
+                             train_dataset=Dataset.from_list(_bos(rows, tokenizer)),
+                             eval_dataset=_eval(eval_rows, tokenizer), processing_class=tokenizer)
+        return _fit(trainer, steps, plan)

@@ -69,22 +69,42 @@ class TrainConfig(CommonOptions):
 
 @dataclass(frozen=True)
 class EvaluateConfig(BaseOptions):
-    """Held-out greedy accuracy of a trained PIPA model (and of its prior), on the CPU (no --device); written to
-    evaluation.json in --out."""
+    """Evaluate a causal LM on the CPU (no --device); written to evaluation.json in --out.
+
+    --model: a `pipa train` checkpoint or any local transformers causal LM folder (save_pretrained, tokenizer beside
+    it). Without --data: greedy accuracy on the test bed's held-out additions (test-bed models). With --data FILE.jsonl
+    (one format per file): prompt/answer rows give greedy accuracy (the completion's last whitespace- or
+    '|'-separated piece == answer); prompt/chosen/rejected (trl's DPO format) give preference accuracy, margin and
+    AUC of the implicit reward log pi - log p0; prompt/completion/label (trl's KTO format) and
+    prompt/steps/step_labels give its AUC per completion / per step (and, for a PIPA checkpoint, the AUCs of the
+    value head g and of the posterior p(c=1|x,y))."""
 
     model: Path = Path("runs/pipa/model")
-    """Folder written by `pipa train` (lm/ + value_head.safetensors)."""
+    """A `pipa train` model folder (lm/ + value_head.safetensors) or any local transformers causal LM folder."""
+    data: Path | None = None
+    """JSONL rows: prompt/answer, prompt/chosen/rejected, prompt/completion/label or prompt/steps/step_labels."""
     prior: str = "testbed"
-    """'testbed' or a local HF model dir (the same prior used for training)."""
+    """The reference p0: 'testbed', a local HF model dir, or 'none' (scores are log pi, no prior accuracy)."""
     n_prompts: int = 400
-    """Held-out prompts (operands never seen in training)."""
+    """Without --data: held-out test-bed prompts (operands never seen in training)."""
     prior_steps: int = 200
     """With --prior testbed: SFT steps of the prior."""
+    variant: Literal["M", "N"] = "N"
+    """Which PIPA posterior to score for a PIPA checkpoint."""
+    max_length: int = 256
+    """Longest [BOS] prompt completion [EOS] in tokens; longer rows are an error."""
+    max_new_tokens: int = 24
+    """Greedy generation length for prompt/answer rows."""
+    batch_size: int = 32
+    """Rows per forward pass."""
 
 
-def _check_prior_spec(spec: str) -> None:
+def _check_prior_spec(spec: str, *, allow_none: bool = False) -> None:
+    if spec == "none" and allow_none:
+        return
     if spec != "testbed" and not Path(spec).is_dir():
-        raise ValueError(f"--prior must be 'testbed' or an existing local model folder, got {spec!r} "
+        extra = ", 'none'" if allow_none else ""
+        raise ValueError(f"--prior must be 'testbed'{extra} or an existing local model folder, got {spec!r} "
                          "(hub ids are not loaded here: download the model first)")
 
 
@@ -103,10 +123,12 @@ def _prior(spec: str, prior_steps: int):
 
 _TEXT_FIELDS = ("prompt", "chosen", "rejected", "completion")
 _FORMATS = (("chosen", "rejected"), ("completion", "label"), ("steps", "step_labels"))
+_ANSWER = (("answer",),)
 
 
-def read_rows(path: Path) -> list[dict]:
-    """Read a JSONL preference file; every error names the file, the line and the field."""
+def read_rows(path: Path, *, answers: bool = False) -> list[dict]:
+    """Read a JSONL preference file (``answers=True``: prompt/answer rows too); every error names the file, the line
+    and the field; all rows must share one format."""
     import math
 
     from icml25.errors import UserInputError
@@ -119,7 +141,9 @@ def read_rows(path: Path) -> list[dict]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise UserInputError(f"--data {str(path)!r} is not a UTF-8 text (JSONL) file") from None
-    rows = []
+    rows: list[dict] = []
+    first_fmt: tuple[str, ...] = ()
+    first_line = 0
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -132,9 +156,19 @@ def read_rows(path: Path) -> list[dict]:
             raise UserInputError(f"{where}: each line must be a JSON object, got {type(row).__name__}")
         if not isinstance(row.get("prompt"), str):
             raise UserInputError(f"{where}: field 'prompt' must be a string, got {row.get('prompt')!r}")
-        if not any(all(k in row for k in fmt) for fmt in _FORMATS):
+        formats = _FORMATS + (_ANSWER if answers else ())
+        fmt = next((f for f in formats if all(k in row for k in f)), None)
+        if fmt is None:
+            extra = " or answer" if answers else ""
             raise UserInputError(f"{where}: expected the fields prompt + chosen/rejected, completion/label or "
-                                 f"steps/step_labels, got {sorted(row)}")
+                                 f"steps/step_labels{extra}, got {sorted(row)}")
+        if rows and fmt != first_fmt:
+            raise UserInputError(f"{where}: fields {'/'.join(fmt)} but line {first_line} has {'/'.join(first_fmt)}: "
+                                 "one format per file")
+        if not rows:
+            first_fmt, first_line = fmt, i
+        if "answer" in fmt and not isinstance(row["answer"], (str, int)):
+            raise UserInputError(f"{where}: field 'answer' must be a string, got {row['answer']!r}")
         for k in _TEXT_FIELDS:
             if k in row and not isinstance(row[k], str):
                 raise UserInputError(f"{where}: field {k!r} must be a string, got {row[k]!r}")
@@ -249,22 +283,42 @@ def train(cfg: TrainConfig) -> int:
 
 
 def evaluate(cfg: EvaluateConfig) -> int:
-    if cfg.n_prompts < 1:  # before the heavy imports (torch, transformers)
-        raise ValueError(f"--n-prompts must be an integer >= 1, got {cfg.n_prompts}")
+    from icml25.errors import check_positive
+
+    check_positive(cfg, "n_prompts", "max_length", "max_new_tokens", "batch_size", prefix="--")  # before torch
     _check_prior_steps(cfg.prior, cfg.prior_steps)
-    _check_prior_spec(cfg.prior)
-    from icml25.testbeds import lm
+    _check_prior_spec(cfg.prior, allow_none=True)
+    if not cfg.model.exists():
+        raise FileNotFoundError(f"--model {cfg.model} does not exist")
+    rows = read_rows(cfg.data, answers=True) if cfg.data is not None else None
 
-    from pipa.evaluate import greedy_accuracy
-    from pipa.model import ValueHeadModel
+    from pipa.evaluate import evaluate_rows, greedy_accuracy, load_causal_lm
 
-    model = ValueHeadModel.load(cfg.model)
-    prior, tok = _prior(cfg.prior, cfg.prior_steps)
+    lm_, tok, value_model = load_causal_lm(cfg.model)
+    prior, prior_tok = (None, None) if cfg.prior == "none" else _prior(cfg.prior, cfg.prior_steps)
+    tok = tok if tok is not None else prior_tok
+    if tok is None:
+        raise ValueError(f"--model {cfg.model} has no tokenizer beside it and --prior is 'none': save the tokenizer "
+                         "with the model (tokenizer.save_pretrained)")
+    if prior is not None and prior.config.vocab_size != lm_.config.vocab_size:
+        raise ValueError(f"--prior has vocab_size {prior.config.vocab_size} but --model has "
+                         f"{lm_.config.vocab_size}: give the model's own reference with --prior DIR or --prior none")
     rd = open_run_dir("pipa", cfg)
     rd.write_config(cfg)
-    prompts = [e.prompt for e in lm.make_examples("add_scratchpad", cfg.n_prompts, seed=20_000 + cfg.seed, split="test")]
-    res = {"accuracy": greedy_accuracy(model, tok, prompts), "prior_accuracy": greedy_accuracy(prior, tok, prompts),
-           "n_prompts": cfg.n_prompts}
+    if rows is None:
+        from icml25.testbeds import lm
+
+        prompts = [e.prompt for e in lm.make_examples("add_scratchpad", cfg.n_prompts, seed=20_000 + cfg.seed,
+                                                      split="test")]
+        res = {"format": "testbed additions", "accuracy": greedy_accuracy(lm_, tok, prompts),
+               "n_prompts": cfg.n_prompts}
+        if prior is not None:
+            res["prior_accuracy"] = greedy_accuracy(prior, tok, prompts)
+    else:
+        res = evaluate_rows(lm_, tok, rows, ref=prior, value_model=value_model if prior is not None else None,
+                            variant=cfg.variant, max_length=cfg.max_length, max_new_tokens=cfg.max_new_tokens,
+                            batch_size=cfg.batch_size)
+        res["data"] = str(cfg.data)
     rd.write_json("evaluation.json", res)
     if not cfg.quiet:
         print(json.dumps(res, indent=2))

@@ -15,10 +15,16 @@ from icml25.experiment import Budgets
 
 @dataclass(frozen=True)
 class Budget:
+    """What ``pipa reproduce`` varies between smoke, quick and full runs.
+
+    Every method trains on *all* of its rows (``n_prompts × k`` samples per seed, in the rows of its setting) for at
+    least one epoch and at most ``max_epochs`` (and ``max_steps`` steps), evaluated ``evals_per_epoch`` times per
+    epoch on its own objective over ``val_rows`` validation rows, and stops after ``patience`` evaluations without a
+    relative improvement of ``rel_delta`` (:mod:`pipa.plateau`)."""
+
     prior_steps: int
     n_prompts: int
     k: int
-    steps: int
     batch_size: int
     eval_prompts: int
     val_prompts: int
@@ -27,6 +33,12 @@ class Budget:
     baseline_lrs: tuple[float, ...]
     betas: tuple[float, ...]
     pipa_lrs: tuple[float, ...]
+    max_epochs: float = 4.0
+    max_steps: int = 200
+    evals_per_epoch: int = 2
+    patience: int = 3
+    rel_delta: float = 1e-3
+    val_rows: int = 96
     extend: int = 0
     synthetic_samples: bool = False
 
@@ -64,24 +76,30 @@ def cpu() -> TrainPreset:
     return TrainPreset()
 
 
-BETAS = (0.03, 0.1, 0.3, 1.0, 3.0)
 
 
 def _geom(lo: float, hi: float, n: int) -> tuple[float, ...]:
     return tuple(float(f"{x:.3g}") for x in np.geomspace(lo, hi, n))
 
 
+# the full run: sized from measured throughput (batch 32: ~0.07 s per PIPA step, ~0.11 s per trl DPO/KTO step on 2
+# cores) so that tuning + 5 seeds x 13 methods, each over all of its rows to a plateau, fit in ~12 minutes alone
+FULL = Budget(prior_steps=200, n_prompts=120, k=4, batch_size=32, eval_prompts=200, val_prompts=80, auc_prompts=60,
+              seeds=5, baseline_lrs=(3e-5, 1e-4), betas=(0.1, 1.0), pipa_lrs=_geom(1e-5, 1e-4, 4), max_epochs=16.0,
+              max_steps=48, evals_per_epoch=2, patience=3, val_rows=64, extend=1)
+
+
 BUDGETS: Budgets[Budget] = Budgets(
-    smoke=Budget(prior_steps=20, n_prompts=12, k=4, steps=2, batch_size=4, eval_prompts=16, val_prompts=8,
-                 auc_prompts=8, seeds=1, baseline_lrs=(1e-4,), betas=(1.0,), pipa_lrs=(1e-4,),
-                 synthetic_samples=True),
-    # one-point grids: quick checks the pipeline, not the tuning (it runs in under a minute)
-    quick=Budget(prior_steps=200, n_prompts=80, k=4, steps=6, batch_size=16, eval_prompts=100, val_prompts=50,
-                 auc_prompts=30, seeds=3, baseline_lrs=(4e-5,), betas=(0.1,), pipa_lrs=(4e-5,)),
-    full=Budget(prior_steps=200, n_prompts=300, k=4, steps=12, batch_size=16, eval_prompts=200, val_prompts=80,
-                auc_prompts=50, seeds=5, baseline_lrs=(1e-5, 3e-5), betas=BETAS, pipa_lrs=_geom(5e-6, 1e-4, 10),
-                extend=1),
+    smoke=Budget(prior_steps=20, n_prompts=12, k=4, batch_size=8, eval_prompts=16, val_prompts=8,
+                 auc_prompts=8, seeds=1, baseline_lrs=(1e-4,), betas=(1.0,), pipa_lrs=(1e-4,), max_epochs=1.0,
+                 max_steps=3, patience=1, val_rows=16, synthetic_samples=True),
+    # one-point grids: quick checks the pipeline, not the tuning
+    quick=Budget(prior_steps=200, n_prompts=40, k=4, batch_size=32, eval_prompts=100, val_prompts=40,
+                 auc_prompts=30, seeds=3, baseline_lrs=(4e-5,), betas=(0.1,), pipa_lrs=(4e-5,), max_epochs=2.0,
+                 max_steps=20, patience=2, val_rows=48),
+    full=FULL,
 )
+
 
 def budget(*, quick: bool, smoke: bool) -> Budget:
     """The budget of a mode (``BUDGETS.pick``)."""

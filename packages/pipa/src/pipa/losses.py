@@ -53,6 +53,8 @@ __all__ = [
     "pipa_m_step_loss",
     "pipa_n_step_loss",
     "pipa_loss",
+    "m_negative_term",
+    "m_barrier",
     "dpo_sigmoid_loss",
     "kto_value_loss",
 ]
@@ -84,12 +86,8 @@ def _check(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_logits: to
             raise PIPAError("labels must be 0 or 1")
 
 
-def _m_guarded(policy_logps, ref_logps, value_logits, guard: str, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(s_in, excess)``: ``s`` capped at ``−eps`` and the part of ``s`` above the cap (zero inside the feasible set).
-
-    ``guard='barrier'`` keeps the gradient of the excess (the caller adds a linear barrier on it); ``'clamp'`` (the
-    old behaviour, kept as an option and a negative control) drops it, so an infeasible point gets zero gradient.
-    """
+def _m_s(policy_logps, ref_logps, value_logits, guard: str, eps: float) -> torch.Tensor:
+    """``s = log f + log σ(v) − log p⁰`` after checking ``guard`` and ``eps`` (``guard='raise'`` errors on ``s > 0``)."""
     if guard not in M_GUARDS:
         raise PIPAError(f"guard must be one of {M_GUARDS}, got {guard!r}")
     if not eps > 0:
@@ -97,20 +95,49 @@ def _m_guarded(policy_logps, ref_logps, value_logits, guard: str, eps: float) ->
     s = policy_logps + F.logsigmoid(value_logits) - ref_logps
     if guard == "raise" and (s.detach() > 0).any():
         raise PIPAError("PIPA-M needs f·g ≤ p⁰ (log f + log g − log p⁰ ≤ 0); got a positive value (guard='raise')")
+    return s
+
+
+def m_negative_term(s: torch.Tensor, *, eps: float = 1e-3, guard: str = "barrier") -> torch.Tensor:
+    """``−log(1 − e^s)``, the PIPA-M loss of a negative, exact for ``s ≤ −eps``.
+
+    ``guard='barrier'`` (and ``'raise'``) continue it above ``−eps`` by its tangent at ``−eps`` (value
+    ``−log(−expm1(−eps))``, slope ``1/expm1(eps)``), so the term is C¹ and finite for every ``s``; ``'clamp'`` caps
+    ``s`` at ``−eps`` (zero gradient above: the old behaviour, kept as a negative control).
+    """
     s_in = s.clamp(max=-eps)
-    excess = torch.relu(s + eps) if guard == "barrier" else torch.zeros_like(s)
-    return s_in, excess
+    exact = -log1mexp(s_in)
+    if guard == "clamp":
+        return exact
+    return exact + torch.relu(s + eps) / math.expm1(eps)
+
+
+def m_barrier(s: torch.Tensor, *, eps: float = 1e-3) -> torch.Tensor:
+    """The smooth feasibility barrier of PIPA-M: ``relu(s + eps)² / (2 eps)``.
+
+    Zero with zero gradient on the feasible side (``s ≤ −eps``), so the loss there is exact; its gradient
+    ``relu(s + eps)/eps`` grows continuously from 0 (no jump at the boundary) and is positive wherever ``s > −eps``.
+    With the positive term ``−s`` (slope −1) the sum ``−s + barrier`` has its minimum at ``s = 0`` (``f g = p⁰``,
+    the edge of the feasible set) and a gradient ``relu(s+eps)/eps − 1 > 0`` that pushes any ``s > 0`` back.
+    """
+    return torch.relu(s + eps).square() / (2.0 * eps)
 
 
 def posterior_logit(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_logits: torch.Tensor, *,
-                    variant: str = "N", eps: float = 1e-6) -> torch.Tensor:
-    """``logit p_θ(c=1 | x, y)`` under PIPA-M or PIPA-N (same shape as the inputs)."""
+                    variant: str = "N", eps: float = 1e-3, guard: str = "barrier") -> torch.Tensor:
+    """``logit p_θ(c=1 | x, y)`` under PIPA-M or PIPA-N (same shape as the inputs).
+
+    PIPA-M: ``s − log(1 − e^s)``, exact for ``s ≤ −eps`` and continued C¹ above (see :func:`m_negative_term`), so it
+    is finite, strictly increasing in ``s`` and has a gradient everywhere (``guard='clamp'``: the old capped form)."""
     _check(policy_logps, ref_logps, value_logits, None)
     if variant == "N":
         return policy_logps - ref_logps + value_logits
     if variant == "M":
-        s, _ = _m_guarded(policy_logps, ref_logps, value_logits, "clamp", eps)
-        return s - log1mexp(s)
+        # logit(e^s) = s − log(1 − e^s); above −eps the C¹ continuation of the negative term (monotone, finite)
+        s = _m_s(policy_logps, ref_logps, value_logits, guard, eps)
+        if guard == "clamp":
+            s = s.clamp(max=-eps)
+        return s + m_negative_term(s, eps=eps, guard=guard)
     raise PIPAError(f"variant must be one of {VARIANTS}, got {variant!r}")
 
 
@@ -137,19 +164,23 @@ def pipa_m_loss(policy_logps: torch.Tensor, ref_logps: torch.Tensor, value_logit
                 labels: torch.Tensor, *, reduction: str = "mean", guard: str = "barrier", eps: float = 1e-3) -> torch.Tensor:
     """PIPA-M on unpaired data: ``−c·s − (1−c)·log(1 − e^s)`` with ``s = log f + log g − log p⁰``.
 
-    The marginal prior needs ``f g ≤ p⁰`` (``s ≤ 0``). The guard acts where ``s > −eps``:
+    The marginal prior needs ``f g ≤ p⁰`` (``s ≤ 0``). The guard acts where ``s > −eps`` (exact loss below):
 
-    - ``'barrier'`` (default): the loss is exact for ``s ≤ −eps`` and continues linearly above, with the slope
-      ``1/expm1(eps)`` of the negative term at ``−eps`` (so the negative term is C¹): every label gets a gradient
-      ``∂L/∂s > 0`` there, which pushes ``s`` back into the feasible set;
-    - ``'clamp'``: ``s`` is capped at ``−eps`` — an infeasible point keeps a constant loss and gets *zero* gradient
-      (the earlier behaviour; kept only for comparison);
+    - ``'barrier'`` (default): the negative term continues C¹ (tangent at ``−eps``, :func:`m_negative_term`) and the
+      smooth barrier ``relu(s+eps)²/(2 eps)`` (:func:`m_barrier`) is added for every label. ``∂L/∂s`` is continuous
+      everywhere (no jump at ``−eps``: ``−1`` on positives and ``1/expm1(−s)`` on negatives just inside), non-zero
+      everywhere, and positive for every label once ``s > 0``, which pushes ``f g/p⁰`` back below 1;
+    - ``'clamp'``: ``s`` capped at ``−eps`` — an infeasible point keeps a constant loss and gets *zero* gradient
+      (the first implementation; kept only as a negative control);
     - ``'raise'``: :class:`PIPAError` on any ``s > 0``.
     """
     _check(policy_logps, ref_logps, value_logits, labels)
-    s, excess = _m_guarded(policy_logps, ref_logps, value_logits, guard, eps)
+    s = _m_s(policy_logps, ref_logps, value_logits, guard, eps)
     lab = labels.to(s.dtype)
-    per = -(lab * s + (1.0 - lab) * log1mexp(s)) + excess / math.expm1(eps)
+    pos = -(s.clamp(max=-eps) if guard == "clamp" else s)
+    per = lab * pos + (1.0 - lab) * m_negative_term(s, eps=eps, guard=guard)
+    if guard != "clamp":
+        per = per + m_barrier(s, eps=eps)
     return _reduce(per, reduction)
 
 
@@ -185,10 +216,16 @@ def dpo_sigmoid_loss(chosen_logps, chosen_ref_logps, rejected_logps, rejected_re
 
 
 def _paired(variant, chosen_logps, chosen_ref_logps, rejected_logps, rejected_ref_logps, chosen_value_logits,
-            rejected_value_logits, reduction, eps):
-    lw = posterior_logit(chosen_logps, chosen_ref_logps, chosen_value_logits, variant=variant, eps=eps)
-    ll = posterior_logit(rejected_logps, rejected_ref_logps, rejected_value_logits, variant=variant, eps=eps)
-    return _reduce(-F.logsigmoid(lw - ll), reduction)
+            rejected_value_logits, reduction, eps, guard="barrier"):
+    lw = posterior_logit(chosen_logps, chosen_ref_logps, chosen_value_logits, variant=variant, eps=eps, guard=guard)
+    ll = posterior_logit(rejected_logps, rejected_ref_logps, rejected_value_logits, variant=variant, eps=eps,
+                         guard=guard)
+    per = -F.logsigmoid(lw - ll)
+    if variant == "M" and guard != "clamp":  # the same smooth barrier on both completions' s
+        for lp, rp, v in ((chosen_logps, chosen_ref_logps, chosen_value_logits),
+                          (rejected_logps, rejected_ref_logps, rejected_value_logits)):
+            per = per + m_barrier(lp + F.logsigmoid(v) - rp, eps=eps)
+    return _reduce(per, reduction)
 
 
 def pipa_n_paired_loss(chosen_logps: torch.Tensor, chosen_ref_logps: torch.Tensor, rejected_logps: torch.Tensor,
@@ -201,10 +238,13 @@ def pipa_n_paired_loss(chosen_logps: torch.Tensor, chosen_ref_logps: torch.Tenso
 
 def pipa_m_paired_loss(chosen_logps: torch.Tensor, chosen_ref_logps: torch.Tensor, rejected_logps: torch.Tensor,
                        rejected_ref_logps: torch.Tensor, value_logits: torch.Tensor, *, reduction: str = "mean",
-                       eps: float = 1e-6) -> torch.Tensor:
-    """PIPA-M on paired data: ``−log σ(ℓ_w − ℓ_l)`` with ``ℓ = s − log(1 − e^s)``; the value head does not cancel."""
+                       eps: float = 1e-3, guard: str = "barrier") -> torch.Tensor:
+    """PIPA-M on paired data: ``−log σ(ℓ_w − ℓ_l)`` with ``ℓ = s − log(1 − e^s)``; the value head does not cancel.
+
+    ``guard='barrier'``: ``ℓ`` continued C¹ above ``−eps`` (:func:`posterior_logit`) plus :func:`m_barrier` on both
+    ``s``, so the loss has a continuous, non-zero gradient everywhere; ``'clamp'``: the old capped form."""
     return _paired("M", chosen_logps, chosen_ref_logps, rejected_logps, rejected_ref_logps, value_logits,
-                   value_logits, reduction, eps)
+                   value_logits, reduction, eps, guard)
 
 
 def _step(fn, policy_logps, ref_logps, value_logits, labels, step_mask, reduction, **kw):

@@ -43,8 +43,8 @@ class PIPAConfig(TrainingArguments):
                 "at beta 1)."})
     max_length: int = field(default=64, metadata={"help": "Longest <s> prompt completion </s>; longer rows raise."})
     m_guard: str = field(default="barrier", metadata={
-        "help": "PIPA-M where f·g > p⁰·(1−eps): 'barrier' (linear barrier, gradient back into the feasible set), "
-                "'clamp' (old: zero gradient) or 'raise'."})
+        "help": "PIPA-M where f·g > p⁰·(1−eps): 'barrier' (C¹ continuation + smooth quadratic barrier: a continuous, "
+                "non-zero gradient back into the feasible set), 'clamp' (old: zero gradient) or 'raise'."})
     prior_rate: float | None = field(default=None, metadata={"help": "Initial g; default: the data's positive rate."})
     remove_unused_columns: bool = field(default=False, metadata={"help": "Must stay False (rows are text)."})
     report_to: Any = field(default="none", metadata={"help": "Logging integrations (default: none)."})
@@ -170,6 +170,17 @@ class PIPATrainer(Trainer):
         # encode every row once up front: bad rows fail here, not in the middle of training
         for i in range(0, len(rows), 256):
             self._collate(rows[i:i + 256])
+        if eval_dataset is not None:  # the same format and checks as the training rows (one set, or a dict of sets)
+            def _norm(ds: Any, name: str) -> list[dict[str, Any]]:
+                fmt, ev = normalise_rows(ds)
+                if fmt != self.pipa_format:
+                    raise PIPAError(f"eval_dataset {name} is {fmt} data but train_dataset is {self.pipa_format}")
+                for i in range(0, len(ev), 256):
+                    self._collate(ev[i:i + 256])
+                return ev
+
+            eval_dataset = ({k: _norm(v, repr(k)) for k, v in eval_dataset.items()} if isinstance(eval_dataset, dict)
+                            else _norm(eval_dataset, ""))
         super().__init__(model=model, args=args, train_dataset=rows, eval_dataset=eval_dataset,
                          data_collator=self._collate, processing_class=processing_class, callbacks=callbacks,
                          optimizers=optimizers)
@@ -208,11 +219,14 @@ class PIPATrainer(Trainer):
                      num_items_in_batch: Any = None) -> Any:
         pol, ref, v = self.pipa_terms(model, inputs)
         variant = self.args.variant
+        # PIPA-M: the barrier is an optimisation device for the constraint f·g ≤ p⁰; an evaluation (model.eval())
+        # reports the label NLL itself, −log p(c|x,y) with p(c=1|x,y) = min(f g/p⁰, e^{−eps}) (guard 'clamp')
+        guard = self.args.m_guard if model.training else "clamp"
         if self.pipa_format == "paired" and self.args.pairing == "independent":
             # (x, y_w, c=1) and (x, y_l, c=0) as two unpaired rows: the value head and the prior constraint matter
             B = pol.shape[0] // 2
             labels = torch.cat([torch.ones(B), torch.zeros(B)]).to(pol)
-            kw = {"guard": self.args.m_guard} if variant == "M" else {}
+            kw = {"guard": guard} if variant == "M" else {}
             loss = pipa_loss(variant, pol[:, 0], ref[:, 0], v[:, 0], labels, **kw)
         elif self.pipa_format == "paired":
             B = pol.shape[0] // 2
@@ -221,12 +235,12 @@ class PIPATrainer(Trainer):
             if variant == "N":
                 loss = pipa_n_paired_loss(cw, cr, rw, rr, v[:B, 0])
             else:
-                loss = pipa_m_paired_loss(cw, cr, rw, rr, v[:B, 0])
+                loss = pipa_m_paired_loss(cw, cr, rw, rr, v[:B, 0], guard=guard)
         elif self.pipa_format == "unpaired":
-            kw = {"guard": self.args.m_guard} if variant == "M" else {}
+            kw = {"guard": guard} if variant == "M" else {}
             loss = pipa_loss(variant, pol[:, 0], ref[:, 0], v[:, 0], inputs["labels"][:, 0], **kw)
         else:
-            kw = {"guard": self.args.m_guard} if variant == "M" else {}
+            kw = {"guard": guard} if variant == "M" else {}
             loss = pipa_loss(variant, pol, ref, v, inputs["labels"], inputs["step_mask"], **kw)
         return (loss, {"policy_logps": pol, "value_logits": v}) if return_outputs else loss
 
