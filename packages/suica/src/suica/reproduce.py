@@ -66,6 +66,32 @@ ARI_MARGIN = 0.02
 """'at least as well as the raw data' = not worse than by more than this ARI."""
 
 
+EXACT_AT_TRAINING = ("griddata", "idw")
+"""Interpolators that return the measured value at every training spot (griddata: barycentric weight 1 at a vertex;
+IDW: weight 1 at distance 0), masked entries included."""
+AVERAGING = ("idw", "gaussian")
+"""Interpolators that average their k nearest spots with positive weights (IDW: k tuned on a grid starting at 8;
+Gaussian smoothing: k = 64): exactly 0 only where every one of them is 0. griddata averages only the 3 vertices of a triangle and outputs exact zeros often
+(it beats SUICA on zero-map IoU in the full run), so its zero-IoU row stays a paper claim."""
+NOTE_EXACT = ("property: {b} returns the measured value at every training spot, so on the masked entries it "
+              "predicts the masked 0 (gene imputation) and on the 80 % training spots it returns the noisy counts "
+              "(denoising): the comparison cannot go against SUICA by construction of the baseline")
+NOTE_ZERO = ("property: zero-map IoU counts exact zeros; SUICA's ReLU decoder outputs them, while {b} averages its k "
+             "nearest spots with positive weights and is exactly 0 only where all of them are, so the row measures the "
+             "output nonlinearity, not the fit (a fair comparison thresholds the baselines by a rule tuned on "
+             "validation: issue 63)")
+
+
+def construction_kind(metric: str, baseline: str) -> tuple[str, str]:
+    """``(kind, note)`` of a "SUICA beats ``baseline`` on ``metric``" claim: ``property`` with the reason when the
+    outcome follows from the baseline's construction (:data:`EXACT_AT_TRAINING`, :data:`AVERAGING`), else ``paper``."""
+    if metric in ("gene_imp_corr", "rate_corr_all") and baseline in EXACT_AT_TRAINING:
+        return "property", NOTE_EXACT.format(b=LABELS[baseline])
+    if metric == "zero_iou" and baseline in AVERAGING:
+        return "property", NOTE_ZERO.format(b=LABELS[baseline])
+    return "paper", ""
+
+
 # ---------------------------------------------------------------------------------------------- helpers
 def _prepare(raw, seed: int, *, test_idx=None):
     """Hold out 20 % of the spots (or ``test_idx``), preprocess with the gene filters fitted on the training spots."""
@@ -175,9 +201,12 @@ def _scores(p, x, rate, idx) -> dict:
 
 
 def _compare(sec: Section, ours: list, base: list, *, claim: str, metric: str, baseline_name: str, paper: str,
-             higher: bool = True, note: str = "", margin: float = 0.0) -> None:
+             higher: bool = True, note: str = "", margin: float = 0.0, baseline: str | None = None) -> None:
+    """A paired comparison; ``baseline`` (a key of :data:`LABELS`) decides the kind by :func:`construction_kind`."""
+    kind, why = construction_kind(metric, baseline) if baseline is not None else ("paper", "")
     sec.add(Claim.compare(claim=claim, metric=metric, ours=ours, baseline=base, baseline_name=baseline_name,
-                          paper=paper, kind="paper", higher_is_better=higher, paired=True, margin=margin, note=note))
+                          paper=paper, kind=kind, higher_is_better=higher, paired=True, margin=margin,
+                          note="; ".join(x for x in (note, why) if x)))
 
 
 def _rss_now_mb() -> float:
@@ -269,13 +298,13 @@ def generalisation(cfg: ReproduceConfig, seeds: list[int], out: Path) -> Section
             for b in ("idw", "gaussian"):
                 _compare(sec, res["suica"][k], res[b][k], claim=f"[{name}] default SUICA() beats tuned {LABELS[b]}: "
                          f"{k} on held-out spots", metric=k, baseline_name=LABELS[b], paper=PAPER_GEN, higher=higher,
-                         note=_sel_note({b: [o["sel"][b] for o in mine]}, b))
+                         note=_sel_note({b: [o["sel"][b] for o in mine]}, b), baseline=b)
         for k, higher in metrics:
             for b in ("idw", "gaussian"):
                 _compare(sec, res[TUNED][k], res[b][k], claim=f"[{name}] SUICA tuned alike (embedding GAE/AE/PCA on "
                          f"validation) beats tuned {LABELS[b]}: {k} on held-out spots", metric=k,
                          baseline_name=LABELS[b], paper=PAPER_TUNED, higher=higher,
-                         note=_sel_note({b: [o["sel"][b] for o in mine]}, b))
+                         note=_sel_note({b: [o["sel"][b] for o in mine]}, b), baseline=b)
         for m in [*methods, TUNED, *GEN_EXTRA]:
             rows.append([name, LABELS[m]] + ["{:.3f} ± {:.3f}".format(*mean_sd(res[m][k])) for k, _ in metrics]
                         + [f"{np.mean([o['fit_s'][m] for o in mine]):.1f}"])
@@ -366,7 +395,8 @@ def paper_comparison(cfg: ReproduceConfig, seeds: list[int], out: Path) -> Secti
     for metric, higher, desc in claims:
         for b in [m for m in methods if m != "suica"]:
             _compare(sec, res["suica"][metric], res[b][metric], claim=f"SUICA beats {LABELS[b]}: {desc}",
-                     metric=metric, baseline_name=LABELS[b], paper=PAPER, higher=higher, note=_sel_note(sels, b))
+                     metric=metric, baseline_name=LABELS[b], paper=PAPER, higher=higher, note=_sel_note(sels, b),
+                     baseline=b)
     _compare(sec, res["suica"]["rate_corr_all"], res["observed"]["rate_corr"],
              claim="SUICA's prediction correlates with the true rate better than the observed counts (denoising)",
              metric="rate_corr_all", baseline_name=LABELS["observed"],
@@ -457,7 +487,7 @@ def three_d(cfg: ReproduceConfig, seeds: list[int], out: Path) -> Section:
             for b in ("idw", "gaussian"):
                 _compare(sec, res[ours][k], res[b][k], claim=f"[3-D] {label} beats {LABELS[b]}: {k} on a held-out "
                          "section", metric=k, baseline_name=LABELS[b], paper=PAPER if ours == "suica" else PAPER_TUNED,
-                         higher=higher, note=_sel_note(sels, b))
+                         higher=higher, note=_sel_note(sels, b), baseline=b)
     sec.table(f"3-D: held-out interior section ({len(seeds)} seeds; {cfg.n_spots_3d} spots in 6 sections; "
               "interpolators tuned on another interior section)", ["method", *[f"{k} (mean ± sd)" for k, _ in
                                                                                  metrics]],
