@@ -181,7 +181,7 @@ def test_one_update_per_optimizer_step_under_gradient_accumulation():
 
     tok = build_tokenizer()
     model = build_tiny_lm(tok, hidden_size=16, num_layers=1, num_heads=2, seed=0)
-    task = make_task("add", 16, seed=0, n_eval=2)
+    task = make_task("reverse", 16, seed=0, n_eval=2)
     d = DEMA(model)
     train_steps(model, tok, task.train, steps=3, lr=1e-3, batch_size=8, grad_accum=4, seed=0, dema=d)
     assert d.steps == 3  # not 12
@@ -198,7 +198,7 @@ def test_trainer_callback_updates_once_per_optimizer_step(tmp_path):
 
     tok = build_tokenizer()
     model = build_tiny_lm(tok, hidden_size=16, num_layers=1, num_heads=2, seed=0)
-    enc = encode_examples(tok, make_task("add", 16, seed=0, n_eval=2).train)
+    enc = encode_examples(tok, make_task("reverse", 16, seed=0, n_eval=2).train)
     rows = [{k: v[i] for k, v in enc.items()} for i in range(16)]
     d = DEMA(model)
     args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=4, gradient_accumulation_steps=2,
@@ -313,7 +313,9 @@ def test_forgetting_and_bwt_on_a_hand_made_matrix():
 @pytest.mark.parametrize("field, value", [("tau", 1.5), ("fallback_alpha", 1.0), ("fixed_alpha", 0.0),
                                           ("steps", 0), ("lr", float("nan")), ("n_train", 0),
                                           ("alpha_grid", (0.01, 1.0)), ("fixed_lr_grid", (0.0,)),
-                                          ("tune_tasks", -1), ("tune_extend", -1), ("tune_extend", 1.5)])
+                                          ("tune_tasks", -1), ("tune_extend", -1), ("tune_extend", 1.5),
+                                          ("warmup", 1.0), ("schedule", "linear"), ("gate_share", 0.0),
+                                          ("tune_on", ("bogus",)), ("tune_seeds", 0), ("gate_steps", 0)])
 def test_bad_config_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         Config(**{field: value})
@@ -352,9 +354,11 @@ def test_bad_streams_refused():
         check_stream([])
     with pytest.raises(LciaError, match="empty"):
         default_stream(10, seed=0, tasks=[])
-    t = make_task("add", 4, seed=0, n_eval=2)
+    t = make_task("reverse", 4, seed=0, n_eval=2)
     with pytest.raises(LciaError, match="no training examples"):
-        check_stream([Task(name="x", templates=["add"], test=t.test)])
+        check_stream([Task(name="x", templates=["reverse"], test=t.test)])
+    with pytest.raises(LciaError, match="no test examples"):
+        check_stream([Task(name="x", templates=["reverse"], train=t.train)])
     with pytest.raises(LciaError, match="unique"):
         check_stream([t, t])
     with pytest.raises(LciaError, match="context"):
@@ -384,7 +388,7 @@ def test_tiny_stream_runs_and_is_deterministic():
     base = build_tiny_lm(tok, hidden_size=16, num_layers=1, num_heads=2, seed=0)
     base_state = {k: v.clone() for k, v in base.state_dict().items()}
     cfg = replace(Config(), steps=2, batch_size=4, n_train=8, n_eval=4)
-    tasks = default_stream(8, seed=0, n_eval=4, tasks=["add", "reverse", "sum"])
+    tasks = default_stream(8, seed=0, n_eval=4, tasks=["reverse", "sort", "flip"])
     r1 = run_stream(base, tok, tasks, cfg, method="lcia", seed=3)
     r2 = run_stream(base, tok, tasks, cfg, method="lcia", seed=3)
     np.testing.assert_array_equal(r1["acc"], r2["acc"])
@@ -417,7 +421,7 @@ def test_encoding_cache_returns_the_same_tensors_and_keys_on_the_text():
     from lcia.data import make_task
 
     tok = build_tokenizer()
-    a = make_task("add", 16, seed=0, n_eval=2).train
+    a = make_task("sort", 16, seed=0, n_eval=2).train
     b = make_task("reverse", 16, seed=0, n_eval=2).train
     ref = encode_examples(tok, list(a))
     first = _encoded(tok, a)
@@ -428,41 +432,44 @@ def test_encoding_cache_returns_the_same_tensors_and_keys_on_the_text():
     assert other is not first and not torch.equal(other["input_ids"][:, :4], first["input_ids"][:, :4])
 
 
-def test_clip_option_row_and_reproduce_tasks():
+def test_reproduce_tasks_and_budgets():
     from lcia.config import BUDGETS, LARGER_BUDGETS
-    from lcia.reproduce import TUNED, _row_cfg, reproduce
+    from lcia.reproduce import reproduce
 
-    cfg = Config()
-    assert _row_cfg(cfg, "dema_clip").clip_alpha and not _row_cfg(cfg, "dema").clip_alpha
-    assert "dema_clip" in TUNED  # the option row is tuned alike
     assert LARGER_BUDGETS.full.hidden_size > BUDGETS.full.hidden_size
+    full = BUDGETS.full
+    assert full.tune_seeds >= 2 and full.seeds >= 5 and full.schedule == "cosine"  # the protocol
+    assert set(full.tune_on) <= set(full.tasks)
     with pytest.raises(LciaError, match="task must be one of"):
         reproduce(quick=False, smoke=True, out=Path("unused"), seed=0, task="bogus")
 
 
 def test_stream_job_in_a_forked_worker_matches_inline_and_depends_on_its_seed():
     from icml25.parallel import fork_map
-    from lcia import reproduce as R
     from lcia.config import BUDGETS
     from lcia.continual import tiny_base
+    from lcia.reproduce import common
+    from lcia.reproduce import jobs as J
 
     cfg = BUDGETS.smoke
     base, tok = tiny_base(cfg)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        R._JOB.update(base=base, tok=tok, stream_cfg=cfg, cfgs={m: R._row_cfg(cfg, m) for m in R.LABEL})
+        common.JOB.update(base=base, tok=tok, stream_cfg=cfg, cfgs={m: cfg for m in common.BASE_LABEL})
         jobs = [(0, "lcia"), (1, "lcia")]
-        inline = [R._stream_job(j) for j in jobs]
-        forked = fork_map(R._stream_job, jobs, 2)
+        inline = [J.stream_job(j) for j in jobs]
+        forked = fork_map(J.stream_job, jobs, 2)
     finally:
         torch.set_num_threads(threads)
-        R._JOB.clear()
+        common.JOB.clear()
     for a, b in zip(inline, forked):
         np.testing.assert_array_equal(a["acc"], b["acc"])
-        assert a["alphas"] == b["alphas"] and a["by_numel"] == b["by_numel"] and a["oracle_avg"] == b["oracle_avg"]
+        assert a["alphas"] == b["alphas"] and a["by_numel"] == b["by_numel"] and a["oracle_final"] == b["oracle_final"]
+        np.testing.assert_array_equal(a["terms"], b["terms"])
         assert a["decisions_ok"] == 1.0 and a["routing_acc"] == 1.0
-    assert inline[0]["alphas"] != inline[1]["alphas"]  # control: the job depends on its seed
+    # control: the job depends on its seed
+    assert inline[0]["alphas"] != inline[1]["alphas"] or not np.array_equal(inline[0]["terms"], inline[1]["terms"])
     from icml25.errors import UserInputError
 
     with pytest.raises(UserInputError, match="workers"):

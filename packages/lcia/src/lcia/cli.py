@@ -35,9 +35,13 @@ class TrainOptions(CommonOptions):
     method: Literal["lcia", "dema", "fixed_ema", "sequential"] = "lcia"
     """Continual method."""
     tasks: Path | None = None
-    """JSONL task stream (lines with task, prompt, answer[, split]); default: the synthetic six-task stream."""
+    """JSONL instruction data, one object per line with instruction, input, output (the Alpaca / CoIN shape) and
+    optional task and split; checked before any model is built. Default: the synthetic six-task stream."""
     model: str = "tiny"
-    """Base model: 'tiny' (the icml25 test-bed Llama, pre-trained and cached) or a local folder / hub id."""
+    """Base model: 'tiny' (the icml25 test-bed Llama, pre-trained and cached), a local folder with your own
+    transformers causal-LM checkpoint (config.json, tokenizer, weights: what save_pretrained writes) or a hub id.
+    Under ``accelerate launch`` (several processes) training is data-parallel: each process takes its share of every
+    batch and steps on the mean gradient."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ class EvaluateOptions(BaseOptions):
     run: Path = Path("runs/lcia/latest")
     """Run folder written by `lcia train`."""
     tasks: Path | None = None
-    """JSONL task stream; default: the stream the run was trained on."""
+    """JSONL instruction data (instruction, input, output); default: the stream the run was trained on."""
     split: Literal["test", "val", "train"] = "test"
     """Split to score."""
 
@@ -85,32 +89,61 @@ def _base(model: str, cfg: Config, quiet: bool):
                         f"{type(exc).__name__}: {why[:200]}") from None
 
 
+def _accelerator(device: str):
+    """An ``accelerate.Accelerator`` when launched with several processes, else None: ``accelerate launch
+    --multi_gpu --num_processes 2 -m lcia train --device cpu ...`` (torchrun under the hood; on the CPU the
+    processes talk through gloo) or ``torchrun --nproc_per_node 2 -m lcia train ...``."""
+    import os
+
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return None
+    import torch
+    from accelerate import Accelerator
+
+    # on the CPU (``--device cpu`` or no GPU) the processes talk through gloo (accelerate's MULTI_CPU)
+    return Accelerator(cpu=device == "cpu" or not torch.cuda.is_available())
+
+
 def train_command(opts: TrainOptions) -> int:
     from icml25.seeding import seed_everything
 
     from lcia.continual import check_fits, run_stream
     from lcia.metrics import average_accuracy, bwt, forgetting
 
-    tasks = _stream(opts.tasks, opts.config, opts.seed)  # validated before anything is written
+    tasks = _stream(opts.tasks, opts.config, opts.seed)  # validated before any model is built
     seed_everything(opts.seed)
-    base, tok = _base(opts.model, opts.config, opts.quiet)
+    accelerator = _accelerator(opts.device)
+    main_process = accelerator is None or accelerator.is_main_process
+    base, tok = _base(opts.model, opts.config, opts.quiet or not main_process)
     check_fits(tasks, base, tok)
     from icml25.device import resolve_device
 
-    device = resolve_device(opts.device)
+    device = resolve_device(opts.device) if accelerator is None else accelerator.device
     if device.type != "cpu":
         import copy
 
         base = copy.deepcopy(base).to(device)  # the cached tiny base stays on the CPU
+    r = run_stream(base, tok, tasks, opts.config, method=opts.method, seed=opts.seed, accelerator=accelerator)
+    A, learner = r["acc"], r["learner"]
+    world = 1 if accelerator is None else accelerator.num_processes
+    spread = 0.0
+    if world > 1:  # the processes must hold the same weights (they stepped on the same mean gradient)
+        import torch
+
+        flat = torch.cat([p.detach().reshape(-1).float() for n, p in learner.model.named_parameters()
+                          if "lora_" in n])
+        gathered = accelerator.gather(flat[None])
+        spread = float((gathered - gathered[0]).abs().max())
+        if not main_process:
+            return 0
     rd = open_run_dir(METHOD.name, opts)
     rd.write_env(device=str(device))
-    r = run_stream(base, tok, tasks, opts.config, method=opts.method, seed=opts.seed)
-    A, learner = r["acc"], r["learner"]
     results = {
         "method": opts.method, "tasks": [t.name for t in tasks],
         "accuracy_matrix": [[None if v != v else float(v) for v in row] for row in A],
         "avg": average_accuracy(A), "forgetting": forgetting(A), "bwt": bwt(A),
         "stages": [asdict(s) for s in r["stages"]], "adapters": learner.adapters,
+        "world_size": world, "max_weight_difference_across_processes": spread,
     }
     rd.write_config({**json.loads(json.dumps(asdict(opts), default=str))})
     rd.write_json("results.json", results)

@@ -137,47 +137,96 @@ def check_fits(tasks: Sequence[Task], model: Any, tokenizer: Any) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ training
-def train_steps(model: Any, tokenizer: Any, examples: Sequence[Example], *, steps: int, lr: float, batch_size: int,
-                seed: int, grad_accum: int = 1, dema: DEMA | None = None) -> list[float]:
-    """``steps`` AdamW optimizer steps on the trainable tensors (cross-entropy on answer tokens and ``</s>``);
+def lr_lambda(steps: int, warmup: float, schedule: str):
+    """Multiplier of the base lr at optimizer step ``k`` (0-based): linear warm-up over ``ceil(warmup · steps)``
+    steps from ``1/(w+1)``, then cosine decay to 0 at ``steps`` (the paper's ``cosine`` with 3 % warm-up,
+    transformers' ``get_cosine_schedule_with_warmup`` with the warm-up shifted by one so no step has lr 0), or 1
+    throughout (``constant``)."""
+    import math
+
+    if schedule == "constant":
+        return lambda k: 1.0
+    w = math.ceil(warmup * steps)
+
+    def f(k: int) -> float:
+        if k < w:
+            return (k + 1) / (w + 1)
+        return 0.5 * (1.0 + math.cos(math.pi * (k - w) / max(1, steps - w)))
+    return f
+
+
+class TaskTrainer:
+    """AdamW on the trainable tensors of ``model`` over ``examples``, one optimizer step per :meth:`step` call
+    (cross-entropy on answer tokens and ``</s>``), with the lr schedule of :func:`lr_lambda` over ``steps`` steps;
     ``grad_accum`` micro-batches of ``batch_size // grad_accum`` per step; ``dema.update()`` once after every
-    ``optimizer.step()`` (the gradient it sees is the full accumulated one, unclipped). Returns per-step losses."""
-    if not examples:
-        raise LciaError("a task has no training examples")
-    params = [p for p in model.parameters() if p.requires_grad]
-    if not params:
-        raise LciaError("the model has no trainable tensors")
-    data = _encoded(tokenizer, examples)
-    lengths = data["attention_mask"].sum(1)
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
-    gen = torch.Generator().manual_seed(int(seed))
-    n = len(examples)
-    micro = max(1, batch_size // grad_accum)
-    perm, pos = torch.randperm(n, generator=gen), 0
-    losses: list[float] = []
-    dev = params[0].device  # batches go where the trainable tensors are
-    model.train()
-    for _ in range(steps):
-        opt.zero_grad(set_to_none=True)
+    ``optimizer.step()`` (the gradient it sees is the full accumulated one, unclipped, as the optimizer used it)."""
+
+    def __init__(self, model: Any, tokenizer: Any, examples: Sequence[Example], *, steps: int, lr: float,
+                 batch_size: int, seed: int, grad_accum: int = 1, dema: DEMA | None = None,
+                 schedule: str = "cosine", warmup: float = 0.03, accelerator: Any = None) -> None:
+        if not examples:
+            raise LciaError("a task has no training examples")
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        if not self.params:
+            raise LciaError("the model has no trainable tensors")
+        self.model, self.dema, self.grad_accum = model, dema, grad_accum
+        self.data = _encoded(tokenizer, examples)
+        self.lengths = self.data["attention_mask"].sum(1)
+        self.opt = torch.optim.AdamW(self.params, lr=lr, weight_decay=0.0)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(steps, warmup, schedule))
+        self.gen = torch.Generator().manual_seed(int(seed))
+        self.n = len(examples)
+        self.micro = max(1, batch_size // grad_accum)
+        self.acc = accelerator if accelerator is not None and accelerator.num_processes > 1 else None
+        if self.acc is not None and self.micro % self.acc.num_processes:
+            raise LciaError(f"batch_size // grad_accum ({self.micro}) must be divisible by the number of processes "
+                            f"({self.acc.num_processes}) under accelerate launch")
+        self.perm, self.pos = torch.randperm(self.n, generator=self.gen), 0
+        self.losses: list[float] = []
+        self.dev = self.params[0].device  # batches go where the trainable tensors are
+
+    def step(self, _i: int = 0) -> float:
+        self.model.train()
+        self.opt.zero_grad(set_to_none=True)
         total = 0.0
-        for _ in range(grad_accum):
-            if pos + micro > n:
-                perm, pos = torch.randperm(n, generator=gen), 0
-            idx = perm[pos:pos + micro]
-            pos += micro
-            T = int(lengths[idx].max())
-            batch = {k: v[idx, :T].to(dev) for k, v in data.items()}
-            loss = model(**batch).loss / grad_accum
+        for _ in range(self.grad_accum):
+            if self.pos + self.micro > self.n:
+                self.perm, self.pos = torch.randperm(self.n, generator=self.gen), 0
+            idx = self.perm[self.pos:self.pos + self.micro]  # the same global micro-batch on every process
+            self.pos += self.micro
+            if self.acc is not None:  # this process's contiguous share of it
+                idx = idx.chunk(self.acc.num_processes)[self.acc.process_index]
+            T = int(self.lengths[idx].max())
+            batch = {k: v[idx, :T].to(self.dev) for k, v in self.data.items()}
+            loss = self.model(**batch).loss / self.grad_accum
             loss.backward()
             total += float(loss.detach())
+        if self.acc is not None:  # data parallel: every process steps on the mean gradient of the global batch
+            for p in self.params:
+                if p.grad is not None:
+                    p.grad = self.acc.reduce(p.grad, reduction="mean")
+            total = float(self.acc.reduce(torch.tensor([total]), reduction="mean")[0])
         if not np.isfinite(total):
-            raise LciaError(f"training diverged (loss {total}) at step {len(losses)}; lower the learning rate")
-        opt.step()
-        if dema is not None:
-            dema.update()
-        losses.append(total)
+            raise LciaError(f"training diverged (loss {total}) at step {len(self.losses)}; lower the learning rate")
+        self.opt.step()
+        self.sched.step()
+        if self.dema is not None:
+            self.dema.update()
+        self.losses.append(total)
+        self.model.eval()
+        return total
+
+
+def train_steps(model: Any, tokenizer: Any, examples: Sequence[Example], *, steps: int, lr: float, batch_size: int,
+                seed: int, grad_accum: int = 1, dema: DEMA | None = None, schedule: str = "cosine",
+                warmup: float = 0.03, accelerator: Any = None) -> list[float]:
+    """``steps`` optimizer steps of :class:`TaskTrainer`; returns the per-step losses."""
+    tr = TaskTrainer(model, tokenizer, examples, steps=steps, lr=lr, batch_size=batch_size, seed=seed,
+                     grad_accum=grad_accum, dema=dema, schedule=schedule, warmup=warmup, accelerator=accelerator)
+    for i in range(steps):
+        tr.step(i)
     model.eval()
-    return losses
+    return tr.losses
 
 
 def exact_match(model: Any, tokenizer: Any, examples: Sequence[Example]) -> float:
@@ -222,6 +271,10 @@ class ContinualLearner:
     stages: list[StageInfo] = field(default_factory=list)
     adapters: list[str] = field(default_factory=list)
     formula_alphas: list[float] = field(default_factory=list)
+    #: ``(numel, a, b, c)`` of every closed-form evaluation of DEMA (see :attr:`lcia.dema.DEMA.terms`)
+    terms: list[tuple[int, float, float, float]] = field(default_factory=list)
+    #: an ``accelerate.Accelerator`` with several processes: data-parallel training (mean gradient of the batch)
+    accelerator: Any = None
 
     def __post_init__(self) -> None:
         if self.method not in CONTINUAL:
@@ -285,14 +338,16 @@ class ContinualLearner:
         dema = None
         if use_dema:
             dema = DEMA(self.model, fallback_alpha=self.cfg.fallback_alpha, fixed_alpha=fixed,
-                        clip_alpha=self.cfg.clip_alpha, ema_dtype=self.cfg.ema_dtype)
+                        clip_alpha=self.cfg.clip_alpha, ema_dtype=self.cfg.ema_dtype, record_terms=True)
         losses = train_steps(self.model, self.tokenizer, task.train, steps=self.cfg.steps, lr=self.cfg.lr,
                              batch_size=self.cfg.batch_size, grad_accum=self.cfg.grad_accum,
-                             seed=10_000 * self.seed + index, dema=dema)
+                             seed=10_000 * self.seed + index, dema=dema, schedule=self.cfg.schedule,
+                             warmup=self.cfg.warmup, accelerator=self.accelerator)
         if dema is not None:
             dema.replace()
             info.dema = dema.summary()
             self.formula_alphas += dema.formula_alphas
+            self.terms += dema.terms
         info.final_loss = float(np.mean(losses[-5:])) if losses else float("nan")
         info.seconds = time.perf_counter() - t0
         self.stages.append(info)
@@ -329,9 +384,10 @@ class ContinualLearner:
 
 
 def run_stream(base: Any, tokenizer: Any, tasks: Sequence[Task], cfg: Config, *, method: str, seed: int,
-               split: str = "test", final_only: bool = False) -> dict[str, Any]:
+               split: str = "test", final_only: bool = False, accelerator: Any = None) -> dict[str, Any]:
     """Train ``method`` on ``tasks`` in order; after each stage evaluate every task seen so far on ``split``
-    (``final_only``: only after the last stage, enough for Avg, as tuning needs).
+    (``final_only``: only after the last stage, enough for Avg, as tuning needs). ``accelerator``: an
+    ``accelerate.Accelerator`` of several processes (``accelerate launch``) trains data-parallel.
 
     Returns ``{"acc": A [T, T] (NaN above the diagonal), "stages": [...], "learner": ContinualLearner}``; the
     references ``joint`` and ``oracle`` return only the final row, the diagonal and the final row coinciding for
@@ -344,7 +400,7 @@ def run_stream(base: Any, tokenizer: Any, tasks: Sequence[Task], cfg: Config, *,
         return _run_joint(base, tokenizer, tasks, cfg, seed=seed, split=split)
     if method == "oracle":
         return _run_oracle(base, tokenizer, tasks, cfg, seed=seed, split=split)
-    learner = ContinualLearner(base, tokenizer, cfg, method, seed=seed)
+    learner = ContinualLearner(base, tokenizer, cfg, method, seed=seed, accelerator=accelerator)
     for i, task in enumerate(tasks):
         learner.learn(task, i)
         if final_only and i < T - 1:
@@ -360,7 +416,8 @@ def _run_joint(base, tokenizer, tasks, cfg, *, seed, split):
     mixed = [ex for t in tasks for ex in t.train]
     t0 = time.perf_counter()
     losses = train_steps(learner.model, tokenizer, mixed, steps=cfg.steps * len(tasks), lr=cfg.lr,
-                         batch_size=cfg.batch_size, grad_accum=cfg.grad_accum, seed=10_000 * seed)
+                         batch_size=cfg.batch_size, grad_accum=cfg.grad_accum, seed=10_000 * seed,
+                         schedule=cfg.schedule, warmup=cfg.warmup)
     final = np.array([learner.evaluate(getattr(t, split)) for t in tasks])
     info = StageInfo(task="all", seconds=time.perf_counter() - t0, final_loss=float(np.mean(losses[-5:])))
     return {"final": final, "stages": [info], "learner": learner}
@@ -374,3 +431,19 @@ def _run_oracle(base, tokenizer, tasks, cfg, *, seed, split):
         final.append(learner.evaluate(getattr(t, split)))
         stages += learner.stages
     return {"final": np.array(final), "stages": stages, "learner": None}
+
+
+def learn_alone_curve(base: Any, tokenizer: Any, task: Task, cfg: Config, *, seed: int, max_steps: int,
+                      eval_every: int, patience: int = 4, min_delta: float = 0.02) -> Any:
+    """"What unlimited training reaches": a fresh adapter trained on ``task`` alone at ``cfg.lr`` with a constant
+    schedule (after the warm-up) for up to ``max_steps`` steps, validation exact match every ``eval_every`` steps,
+    stopped by ``icml25.train.train_until_plateau`` (``patience`` evaluations without a gain above ``min_delta``).
+    Returns the :class:`icml25.train.Curve` (validation accuracy against steps)."""
+    from icml25.train import train_until_plateau
+
+    learner = ContinualLearner(base, tokenizer, cfg, "sequential", seed=seed)
+    learner._new_adapter("default", 1_000 * seed)
+    tr = TaskTrainer(learner.model, tokenizer, task.train, steps=max_steps, lr=cfg.lr, batch_size=cfg.batch_size,
+                     seed=10_000 * seed + 7, grad_accum=cfg.grad_accum, schedule="constant", warmup=cfg.warmup)
+    return train_until_plateau(tr.step, lambda: learner.evaluate(task.val), max_steps=max_steps,
+                               eval_every=eval_every, patience=patience, min_delta=min_delta)

@@ -1,28 +1,31 @@
-"""Instruction task streams: the synthetic six-task stream (exact answers, known grouping) and a JSONL loader.
+"""Instruction task streams: the synthetic six-task stream (exact answers, known grouping) and a JSONL loader in the
+Alpaca / CoIN shape (``instruction``, ``input``, ``output``).
 
-Every prompt is ``"<instruction template>: <payload>="``; the template (the text before the first ``:``) is what the
-router compares (:func:`template_of`, the same extraction at training and test time). Numeric answers are written
-least-significant digit first, as in the tiny-LM test bed, so that the tiny model can compute them left to right.
+Every prompt is ``"<instruction>: <input>="``; the instruction (the text before the first ``:``) is what the router
+compares (:func:`template_of`, the same extraction at training and test time).
 
-==========  =============================  ======================================  ===========================
-task        template                       example prompt                          answer
-==========  =============================  ======================================  ===========================
-add         ``add the two numbers``        ``add the two numbers: 7 8=``           ``51`` (15, LSB first)
-reverse     ``reverse the word``           ``reverse the word: abcd=``             ``dcba``
-sort        ``sort the digits``            ``sort the digits: 52813=``             ``12358``
-sum         ``sum up the two numbers``     ``sum up the two numbers: 7 8=``        ``51`` (same function)
-count       ``count the letter``           ``count the letter: a in abcaa=``       ``3``
-subtract    ``take the difference``        ``take the difference: 8 3=``           ``5``
-==========  =============================  ======================================  ===========================
+==========  ===============================  ======================================  ===========================
+task        instruction                      example prompt                          answer
+==========  ===============================  ======================================  ===========================
+reverse     ``reverse the word``             ``reverse the word: abcd=``             ``dcba``
+sort        ``sort the digits``              ``sort the digits: 52813=``             ``12358``
+repeat      ``say the word twice``           ``say the word twice: abcd=``           ``abcdabcd``
+flip        ``reverse the letters of the word``  ``reverse the letters of the word: abcd=``  ``dcba`` (same function)
+count       ``count the letter``             ``count the letter: a in abcaa=``       ``3``
+behead      ``remove the first character``   ``remove the first character: abcde=``  ``bcde``
+==========  ===============================  ======================================  ===========================
 
-``sum`` is a paraphrase of ``add`` built to be *retrained* into group 1 at τ = 0.3 (TF-IDF similarity 0.336 to
-"add the two numbers", 0 to every other template); ``subtract`` shares the payload format of ``add`` (only the
-instruction tells the operations apart; the base model was pre-trained on the test bed's ``37+48=`` and ``45-07=``), so a single sequentially fine-tuned adapter interferes. The designed
-grouping is therefore ``[1, 2, 3, 1, 4, 5]`` with decisions ``expand, expand, expand, retrain, expand, expand``.
+The base model (the icml25 tiny Llama) was pre-trained on bare ``reverse abcde=``, ``sort 52813=`` and
+``count a in abcaa=``; every instruction format here is new to it (base accuracy about 0), and each task is learned
+by a fresh LoRA adapter within about 60 steps (the competence gates of reproduce measure this). ``flip`` is a
+paraphrase of ``reverse`` built to be *retrained* into group 1 at τ = 0.3 (TF-IDF similarity 0.71 to "reverse the
+word", 0 to every other instruction); ``repeat`` and ``behead`` share ``reverse``'s payload (a word of lowercase
+letters) with different operations, so a single sequentially fine-tuned adapter interferes (only the instruction
+tells them apart). "say the word twice" scores 0.26 against "reverse the word" (below τ), so the designed grouping
+is ``[1, 2, 3, 1, 4, 5]`` with decisions ``expand, expand, expand, retrain, expand, expand``.
 
-Splits of the string tasks are by payload: ``crc32(payload) % 10 == 0`` is test, ``== 1`` validation, the rest
-train, so held-out evaluation uses strings never trained on. The one-digit arithmetic tasks have only 100 operand
-pairs; their train/validation/test examples are independent draws from all of them (we measure retention there).
+Splits are by payload: ``crc32(payload) % 10 == 0`` is test, ``== 1`` validation, the rest train, so held-out
+evaluation uses inputs never trained on.
 """
 
 from __future__ import annotations
@@ -40,13 +43,21 @@ from lcia.errors import LciaError
 
 #: name -> (template, operation) of the default stream, in training order
 DEFAULT_STREAM: dict[str, tuple[str, str]] = {
-    "add": ("add the two numbers", "add"),
     "reverse": ("reverse the word", "reverse"),
     "sort": ("sort the digits", "sort"),
-    "sum": ("sum up the two numbers", "add"),
+    "repeat": ("say the word twice", "repeat"),
+    "flip": ("reverse the letters of the word", "reverse"),
     "count": ("count the letter", "count"),
+    "behead": ("remove the first character", "behead"),
+}
+#: further tasks (the earlier arithmetic stream: one-digit operands, least-significant digit first), usable by name
+#: in ``Config.tasks``; a fresh LoRA adapter needs several hundred steps to learn them on the tiny Llama
+EXTRA_TASKS: dict[str, tuple[str, str]] = {
+    "add": ("add the two numbers", "add"),
+    "sum": ("sum up the two numbers", "add"),
     "subtract": ("take the difference", "sub"),
 }
+KNOWN_TASKS: dict[str, tuple[str, str]] = {**DEFAULT_STREAM, **EXTRA_TASKS}
 #: designed truth of the default stream: group of each task and the router's decision
 DESIGNED_GROUPS = [1, 2, 3, 1, 4, 5]
 DESIGNED_DECISIONS = ["expand", "expand", "expand", "retrain", "expand", "expand"]
@@ -54,9 +65,9 @@ SPLITS = ("train", "val", "test")
 
 
 def designed_truth(names: Sequence[str]) -> tuple[list[int], list[str]]:
-    """Designed groups and decisions of a sub-stream of :data:`DEFAULT_STREAM`: ``sum`` belongs with ``add`` (the
-    paraphrase), every other task is its own group; groups are numbered in order of first appearance."""
-    family = {n: ("add" if n in ("add", "sum") else n) for n in DEFAULT_STREAM}
+    """Designed groups and decisions of a sub-stream of :data:`DEFAULT_STREAM`: ``flip`` belongs with ``reverse``
+    (the paraphrase), every other task is its own group; groups are numbered in order of first appearance."""
+    family = {n: KNOWN_TASKS[n][1] for n in KNOWN_TASKS}  # tasks with one operation share a group
     ids: dict[str, int] = {}
     groups, decisions = [], []
     for n in names:
@@ -100,6 +111,12 @@ def _draw(op: str, rng: np.random.Generator) -> tuple[str, str]:
     if op == "reverse":
         s = "".join(rng.choice(list(_LETTERS), size=4))
         return s, s[::-1]
+    if op == "behead":
+        s = "".join(rng.choice(list(_LETTERS), size=5))
+        return s, s[1:]
+    if op == "repeat":
+        s = "".join(rng.choice(list(_LETTERS), size=4))
+        return s, s + s
     if op == "sort":
         s = "".join(str(int(d)) for d in rng.integers(0, 10, size=5))
         return s, "".join(sorted(s))
@@ -111,12 +128,12 @@ def _draw(op: str, rng: np.random.Generator) -> tuple[str, str]:
 
 
 def make_task(name: str, n: int, *, seed: int, n_eval: int = 64) -> Task:
-    """Task ``name`` of :data:`DEFAULT_STREAM` with ``n`` train and ``n_eval`` validation and test examples."""
-    if name not in DEFAULT_STREAM:
-        raise LciaError(f"task must be one of {list(DEFAULT_STREAM)}, got {name!r}")
+    """Task ``name`` of :data:`KNOWN_TASKS` with ``n`` train and ``n_eval`` validation and test examples."""
+    if name not in KNOWN_TASKS:
+        raise LciaError(f"task must be one of {list(KNOWN_TASKS)}, got {name!r}")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise LciaError(f"task {name!r}: n (examples) must be an int >= 1, got {n!r}")
-    template, op = DEFAULT_STREAM[name]
+    template, op = KNOWN_TASKS[name]
     rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
     want = {"train": n, "val": n_eval, "test": n_eval}
     out: dict[str, list[Example]] = {s: [] for s in SPLITS}
@@ -142,10 +159,19 @@ def default_stream(n: int, *, seed: int, n_eval: int = 64, tasks: Sequence[str] 
     return [make_task(t, n, seed=seed, n_eval=n_eval) for t in names]
 
 
+def prompt_of(instruction: str, input_text: str = "") -> str:
+    """The prompt of an instruction record: ``"<instruction>: <input>="`` (``"<instruction>="`` without input), the
+    format of the synthetic stream, so :func:`template_of` gives back the instruction."""
+    return f"{instruction}: {input_text}=" if input_text else f"{instruction}="
+
+
 def load_jsonl_stream(path: str | Path) -> list[Task]:
-    """A user task stream: one JSON object per line with ``task``, ``prompt``, ``answer`` and optional ``split``
-    (``train``/``val``/``test``, default: by payload hash). Tasks keep the order of their first line; each task's
-    templates are the distinct :func:`template_of` of its prompts."""
+    """A user task stream in the Alpaca / CoIN instruction shape: one JSON object per line with ``instruction``,
+    ``output``, optional ``input`` (default empty), optional ``task`` (default: the instruction, so each distinct
+    instruction is a task) and optional ``split`` (``train``/``val``/``test``; default: by a hash of the input).
+    Tasks keep the order of their first line; each task's templates are its distinct instructions. The prompt is
+    :func:`prompt_of` and the answer the ``output``. Every line is checked here, before any model is built, and the
+    stream is checked by :func:`check_stream` (every task has training and test examples)."""
     p = Path(path)
     if not p.is_file():
         raise LciaError(f"task stream {str(p)!r} is not a file")
@@ -155,20 +181,64 @@ def load_jsonl_stream(path: str | Path) -> list[Task]:
             continue
         try:
             row = json.loads(line)
-            name, prompt, answer = str(row["task"]), str(row["prompt"]), str(row["answer"])
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise LciaError(f"{p}:{k}: each line must be a JSON object with task, prompt, answer ({exc})") from None
-        split = row.get("split") or _split_of(prompt.partition(":")[2] or prompt)
+        except json.JSONDecodeError as exc:
+            raise LciaError(f"{p}:{k}: not a JSON object ({exc})") from None
+        if not isinstance(row, dict):
+            raise LciaError(f"{p}:{k}: each line must be a JSON object with instruction, input, output")
+        if "prompt" in row and "instruction" not in row:  # the earlier task / prompt / answer shape
+            if not all(isinstance(row.get(f), str) and row.get(f) for f in ("task", "prompt", "answer")):
+                raise LciaError(f"{p}:{k}: a line with 'prompt' (the task / prompt / answer shape) needs the string "
+                                f"fields task, prompt and answer; got fields {sorted(row)}")
+            head, _, rest = row["prompt"].partition(":")
+            row = {"task": row["task"], "instruction": head, "input": rest.strip().removesuffix("="),
+                   "output": row["answer"], **({"split": row["split"]} if "split" in row else {})}
+        missing = [f for f in ("instruction", "output") if f not in row]
+        if missing:
+            raise LciaError(f"{p}:{k}: missing field(s) {missing}; each line needs instruction and output (and "
+                            f"optionally input, task, split), got fields {sorted(row)}")
+        for f in ("instruction", "input", "output", "task", "split"):
+            if f in row and not isinstance(row[f], str):
+                raise LciaError(f"{p}:{k}: field {f!r} must be a string, got {type(row[f]).__name__}")
+        instruction, input_text, output = row["instruction"].strip(), row.get("input", "").strip(), row["output"]
+        if not instruction:
+            raise LciaError(f"{p}:{k}: field 'instruction' is empty")
+        if not output:
+            raise LciaError(f"{p}:{k}: field 'output' is empty")
+        if ":" in instruction or "=" in instruction:
+            raise LciaError(f"{p}:{k}: field 'instruction' must not contain ':' or '=' (they separate the "
+                            f"instruction, input and answer in the prompt), got {instruction!r}")
+        from lcia.grouping import check_template
+
+        check_template(instruction, f"{p}:{k}: field 'instruction'")
+        name = row.get("task") or instruction
+        split = row.get("split") or _split_of(input_text or output)
         if split not in SPLITS:
-            raise LciaError(f"{p}:{k}: split must be one of {SPLITS}, got {split!r}")
+            raise LciaError(f"{p}:{k}: field 'split' must be one of {SPLITS}, got {split!r}")
         t = tasks.setdefault(name, Task(name=name, templates=[]))
-        tmpl = template_of(prompt)
-        if tmpl not in t.templates:
-            t.templates.append(tmpl)
-        getattr(t, split).append(Example(prompt, answer))
+        if instruction not in t.templates:
+            t.templates.append(instruction)
+        getattr(t, split).append(Example(prompt_of(instruction, input_text), output))
     if not tasks:
         raise LciaError(f"task stream {str(p)!r} is empty")
-    return list(tasks.values())
+    out = list(tasks.values())
+    check_stream(out)
+    return out
+
+
+def write_jsonl_stream(tasks: Sequence[Task], path: str | Path) -> Path:
+    """Write ``tasks`` in the instruction / input / output shape :func:`load_jsonl_stream` reads (with ``task`` and
+    ``split``), e.g. to export the synthetic stream as an example file."""
+    lines = []
+    for t in tasks:
+        for split in SPLITS:
+            for ex in getattr(t, split):
+                instruction, _, rest = ex.prompt.partition(":")
+                lines.append(json.dumps({"task": t.name, "instruction": instruction.strip(),
+                                         "input": rest.strip().removesuffix("="), "output": ex.answer,
+                                         "split": split}))
+    p = Path(path)
+    p.write_text("\n".join(lines) + "\n")
+    return p
 
 
 def check_stream(tasks: Sequence[Task], *, max_length: int | None = None) -> None:

@@ -47,6 +47,14 @@ def _check_fallback(fallback: float, name: str = "fallback_alpha") -> float:
     return float(fallback)
 
 
+def dema_terms(theta: torch.Tensor, theta_ema: torch.Tensor, grad: torch.Tensor,
+               prev_grad: torch.Tensor) -> tuple[float, float, float]:
+    """``(a, b, c) = (||θ_t − θ*_{t−1}||₁, ||g_t||₁, ||g_t − g_{t−1}||₁)`` in float64 (the closed form's terms)."""
+    th, te = theta.detach().double(), theta_ema.detach().double()
+    g, gp = grad.detach().double(), prev_grad.detach().double()
+    return float((th - te).abs().sum()), float(g.abs().sum()), float((g - gp).abs().sum())
+
+
 def dema_alpha_reason(theta: torch.Tensor, theta_ema: torch.Tensor, grad: torch.Tensor | None,
                       prev_grad: torch.Tensor | None, *, fallback: float,
                       clip_alpha: bool = False) -> tuple[float, str]:
@@ -60,11 +68,7 @@ def dema_alpha_reason(theta: torch.Tensor, theta_ema: torch.Tensor, grad: torch.
         return fallback, "no_grad"
     if prev_grad is None:
         return fallback, "first_step"
-    th, te = theta.detach().double(), theta_ema.detach().double()
-    g, gp = grad.detach().double(), prev_grad.detach().double()
-    a = float((th - te).abs().sum())
-    b = float(g.abs().sum())
-    c = float((g - gp).abs().sum())
+    a, b, c = dema_terms(theta, theta_ema, grad, prev_grad)
     if a * c == 0.0:
         return fallback, "zero_product"
     alpha = 2.0 * (1.0 + b) / (a * c)
@@ -99,13 +103,14 @@ class DEMA:
         clip_alpha: map α ≥ 1 to 1 instead of the fallback (non-official option).
         ema_dtype: ``"float32"`` (default) or ``"param"`` (the parameter's dtype, as the released code).
         params: explicit ``(name, tensor)`` pairs to track instead of the model's trainable tensors.
+        record_terms: keep ``(numel, a, b, c)`` of every closed-form evaluation in :attr:`terms` (diagnostics).
 
     Memory: two extra copies of the tracked tensors (θ* and g_{t−1}); :attr:`extra_bytes` gives the exact count.
     """
 
     def __init__(self, model: torch.nn.Module | None = None, *, fallback_alpha: float = 0.01,
                  fixed_alpha: float | None = None, clip_alpha: bool = False, ema_dtype: str = "float32",
-                 params: Iterable[tuple[str, torch.nn.Parameter]] | None = None) -> None:
+                 params: Iterable[tuple[str, torch.nn.Parameter]] | None = None, record_terms: bool = False) -> None:
         self.fallback_alpha = _check_fallback(fallback_alpha)
         self.fixed_alpha = None if fixed_alpha is None else _check_fallback(fixed_alpha, "fixed_alpha")
         self.clip_alpha = bool(clip_alpha)
@@ -135,6 +140,10 @@ class DEMA:
         #: α of every update that used the closed form (for the α distribution of reproduce)
         self.formula_alphas: list[float] = []
         self._numel = {n: p.numel() for n, p in self.params}
+        #: with ``record_terms``: ``(numel, a, b, c)`` of every update whose closed form was evaluated (diagnostics
+        #: of why α falls outside (0, 1): α = 2(1 + b)/(a·c) ≥ 1 exactly when a·c ≤ 2(1 + b))
+        self.record_terms = bool(record_terms)
+        self.terms: list[tuple[int, float, float, float]] = []
 
     # ------------------------------------------------------------------------------------------------ updates
     @torch.no_grad()
@@ -154,6 +163,8 @@ class DEMA:
             else:
                 alpha, reason = dema_alpha_reason(p, ema, g, self.prev_grad[n], fallback=self.fallback_alpha,
                                                   clip_alpha=self.clip_alpha)
+                if self.record_terms and g is not None and self.prev_grad[n] is not None:
+                    self.terms.append((self._numel[n], *dema_terms(p, ema, g, self.prev_grad[n])))
             ema.mul_(1.0 - alpha).add_(p.detach().to(ema.dtype), alpha=alpha)  # θ* ← (1−α)θ* + αθ
             if g is not None and self.fixed_alpha is None:
                 prev = self.prev_grad[n]

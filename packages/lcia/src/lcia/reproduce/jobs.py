@@ -1,0 +1,103 @@
+"""Worker jobs of lcia's reproduce runs (plain numbers back): one row on one seed of the test stream, one task's long
+'learn it alone' run for the competence gate, and the base model's accuracy on its own pre-training tasks."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import numpy as np
+
+from lcia.data import default_stream, designed_truth, template_of
+from lcia.reproduce.common import JOB
+
+
+def stream_job(item: tuple[int, str]) -> dict:
+    """Row ``m`` on seed ``s`` on the test split. LCIA's job also scores the oracle reference (a fresh adapter per
+    task evaluated right after its training): LCIA's *expand* stages are exactly that (fresh adapter, same init and
+    batch seeds, evaluated by its own adapter at stage j), so only the retrained tasks need their own fresh adapter.
+    The oracle's per-task accuracies are also the just-learned accuracies of the competence gates."""
+    from lcia.continual import run_stream
+
+    s, m = item
+    cfg, cfgs, base, tok = JOB["stream_cfg"], JOB["cfgs"], JOB["base"], JOB["tok"]
+    tasks = default_stream(cfg.n_train, seed=s, n_eval=cfg.n_eval, tasks=cfg.tasks)
+    t0 = time.perf_counter()
+    if m == "joint":
+        final = run_stream(base, tok, tasks, cfgs["joint"], method="joint", seed=s)["final"]
+        return {"avg": float(np.mean(final)), "final": [float(v) for v in final], "seconds": time.perf_counter() - t0}
+    r = run_stream(base, tok, tasks, cfgs[m], method=m, seed=s)
+    out: dict = {"acc": r["acc"], "seconds": time.perf_counter() - t0}
+    shares = [st.dema["fallback_share"] for st in r["stages"] if st.dema]
+    out["fallback"] = float(np.mean(shares)) if shares else float("nan")
+    out["alphas"] = list(r["learner"].formula_alphas)
+    out["terms"] = np.asarray(r["learner"].terms, dtype=np.float64).reshape(-1, 4)  # [updates, (numel, a, b, c)]
+    by_numel: dict[int, Counter] = {}
+    for st in r["stages"]:
+        for k, c in (st.dema or {}).get("by_numel", {}).items():
+            by_numel.setdefault(int(k), Counter()).update(c)
+    out["by_numel"] = {k: dict(v) for k, v in by_numel.items()}
+    if m == "lcia":
+        truth_groups, truth_decisions = designed_truth(cfg.tasks)
+        lr_ = r["learner"]
+        decs = [(st.group, st.decision) for st in r["stages"]]
+        out["decisions_ok"] = float(np.mean([d == (g, dd) for d, g, dd in zip(decs, truth_groups, truth_decisions)]))
+        routed = [lr_.router.route(template_of(ex.prompt)) == g for t, g in zip(tasks, truth_groups) for ex in t.test]
+        out["routing_acc"] = float(np.mean(routed))
+        groups = [g for g, _ in decs]
+        out["isolated"] = sum(groups.count(g) == 1 for g in groups[:-1])
+        out["adapters"] = len(set(groups))
+        t1 = time.perf_counter()
+        alone = []
+        for j, (t, (_, d)) in enumerate(zip(tasks, decs)):
+            if d == "expand":
+                alone.append(float(r["acc"][j, j]))
+            else:
+                one = run_stream(base, tok, [t], cfgs["oracle"], method="oracle", seed=s)  # stage index 0
+                alone.append(float(one["final"][0]))
+        out["oracle_final"] = alone
+        out["oracle_avg"] = float(np.mean(alone))
+        out["oracle_seconds"] = time.perf_counter() - t1
+        out["seconds"] = t1 - t0
+    return out
+
+
+def long_job(item: tuple[str, int]) -> dict:
+    """Task ``name`` learned alone for up to ``gate_steps`` steps (constant lr), seed ``s``: the validation curve."""
+    from lcia.continual import learn_alone_curve
+
+    name, s = item
+    cfg, base, tok = JOB["stream_cfg"], JOB["base"], JOB["tok"]
+    task = default_stream(cfg.n_train, seed=s, n_eval=cfg.n_eval, tasks=[name])[0]
+    t0 = time.perf_counter()
+    curve = learn_alone_curve(base, tok, task, JOB["cfgs"]["oracle"], seed=s, max_steps=cfg.gate_steps,
+                              eval_every=cfg.gate_every)
+    return {"curve": curve.to_dict(), "seconds": time.perf_counter() - t0}
+
+
+def majority_accuracy(train_answers: list[str], test_answers: list[str]) -> float:
+    """Accuracy of answering every test example with the most frequent training answer (the 'chance' control)."""
+    top = Counter(train_answers).most_common(1)[0][0]
+    return float(np.mean([a == top for a in test_answers]))
+
+
+def base_competence(base, tok, seeds: list[int], n: int = 64) -> dict:
+    """The base model on held-out examples of its own pre-training tasks in their bare format (``reverse abcde=``,
+    ``sort 52813=``, ``count a in abcaa=``, ``07+45=``, ``45-07=``): per seed the mean exact match over the tasks,
+    and the majority-answer control on the same examples."""
+    from icml25.testbeds.lm import exact_match, make_examples
+
+    names = ("reverse", "sort", "count", "add", "sub")
+    acc, chance, per_task = [], [], {t: [] for t in names}
+    for s in seeds:
+        a_s, c_s = [], []
+        for t in names:
+            test = make_examples(t, n, seed=s, split="test")
+            train = make_examples(t, 4 * n, seed=s + 100, split="train")
+            v = exact_match(base, tok, test)
+            per_task[t].append(v)
+            a_s.append(v)
+            c_s.append(majority_accuracy([e.answer for e in train], [e.answer for e in test]))
+        acc.append(float(np.mean(a_s)))
+        chance.append(float(np.mean(c_s)))
+    return {"acc": acc, "chance": chance, "per_task": {t: float(np.mean(v)) for t, v in per_task.items()}}
