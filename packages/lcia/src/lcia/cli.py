@@ -36,7 +36,7 @@ class TrainOptions(CommonOptions):
     """Continual method."""
     tasks: Path | None = None
     """JSONL instruction data, one object per line with instruction, input, output (the Alpaca / CoIN shape) and
-    optional task and split; checked before any model is built. Default: the synthetic six-task stream."""
+    optional task and split; checked before any model is built. Default: the synthetic five-task stream."""
     model: str = "tiny"
     """Base model: 'tiny' (the icml25 test-bed Llama, pre-trained and cached), a local folder with your own
     transformers causal-LM checkpoint (config.json, tokenizer, weights: what save_pretrained writes) or a hub id.

@@ -1,31 +1,31 @@
-"""Instruction task streams: the synthetic six-task stream (exact answers, known grouping) and a JSONL loader in the
+"""Instruction task streams: the synthetic five-task stream (exact answers, known grouping) and a JSONL loader in the
 Alpaca / CoIN shape (``instruction``, ``input``, ``output``).
 
 Every prompt is ``"<instruction>: <input>="``; the instruction (the text before the first ``:``) is what the router
 compares (:func:`template_of`, the same extraction at training and test time).
 
-==========  ===============================  ======================================  ===========================
-task        instruction                      example prompt                          answer
-==========  ===============================  ======================================  ===========================
-reverse     ``reverse the word``             ``reverse the word: abcd=``             ``dcba``
-sort        ``sort the digits``              ``sort the digits: 52813=``             ``12358``
-repeat      ``say the word twice``           ``say the word twice: abcd=``           ``abcdabcd``
-flip        ``reverse the letters of the word``  ``reverse the letters of the word: abcd=``  ``dcba`` (same function)
-count       ``count the letter``             ``count the letter: a in abcaa=``       ``3``
-behead      ``remove the first character``   ``remove the first character: abcde=``  ``bcde``
-==========  ===============================  ======================================  ===========================
+========  ===================================  ===========================================  ==========================
+task      instruction                          example prompt                               answer
+========  ===================================  ===========================================  ==========================
+reverse   ``reverse the word``                 ``reverse the word: abcd=``                  ``dcba``
+repeat    ``say the word twice``               ``say the word twice: abcd=``                ``abcdabcd``
+flip      ``reverse the letters of the word``  ``reverse the letters of the word: abcd=``   ``dcba`` (same function)
+count     ``count the letter``                 ``count the letter: a in abcaa=``            ``3``
+behead    ``remove the first character``       ``remove the first character: abcde=``       ``bcde``
+========  ===================================  ===========================================  ==========================
 
 The base model (the icml25 tiny Llama) was pre-trained on bare ``reverse abcde=``, ``sort 52813=`` and
-``count a in abcaa=``; every instruction format here is new to it (base accuracy about 0), and each task is learned
-by a fresh LoRA adapter within about 60 steps (the competence gates of reproduce measure this). ``flip`` is a
+``count a in abcaa=``; every instruction format here is new to it (base accuracy about 0), and a fresh LoRA adapter
+learns each within the stream's 100 steps (the competence gates of reproduce measure this). ``flip`` is a
 paraphrase of ``reverse`` built to be *retrained* into group 1 at τ = 0.3 (TF-IDF similarity 0.71 to "reverse the
-word", 0 to every other instruction); ``repeat`` and ``behead`` share ``reverse``'s payload (a word of lowercase
-letters) with different operations, so a single sequentially fine-tuned adapter interferes (only the instruction
-tells them apart). "say the word twice" scores 0.26 against "reverse the word" (below τ), so the designed grouping
-is ``[1, 2, 3, 1, 4, 5]`` with decisions ``expand, expand, expand, retrain, expand, expand``.
+word", 0 to every other instruction but "say the word twice", 0.20); ``repeat`` and ``behead`` share ``reverse``'s
+payload (a word of lowercase letters) with other operations, so for a single sequentially fine-tuned adapter only
+the instruction tells them apart. "say the word twice" scores 0.26 against "reverse the word" (below τ), so the
+designed grouping is ``[1, 2, 1, 3, 4]`` with decisions ``expand, expand, retrain, expand, expand``.
 
 Splits are by payload: ``crc32(payload) % 10 == 0`` is test, ``== 1`` validation, the rest train, so held-out
-evaluation uses inputs never trained on.
+evaluation uses inputs never trained on (the one-digit arithmetic tasks of :data:`EXTRA_TASKS`, with only 100
+operand pairs, draw their splits independently instead).
 """
 
 from __future__ import annotations
@@ -44,23 +44,24 @@ from lcia.errors import LciaError
 #: name -> (template, operation) of the default stream, in training order
 DEFAULT_STREAM: dict[str, tuple[str, str]] = {
     "reverse": ("reverse the word", "reverse"),
-    "sort": ("sort the digits", "sort"),
     "repeat": ("say the word twice", "repeat"),
     "flip": ("reverse the letters of the word", "reverse"),
     "count": ("count the letter", "count"),
     "behead": ("remove the first character", "behead"),
 }
-#: further tasks (the earlier arithmetic stream: one-digit operands, least-significant digit first), usable by name
-#: in ``Config.tasks``; a fresh LoRA adapter needs several hundred steps to learn them on the tiny Llama
+#: further tasks, usable by name in ``Config.tasks``: ``sort`` (learned in about 40 steps; left out of the default
+#: stream for time) and the earlier arithmetic stream (one-digit operands, least-significant digit first), which a
+#: fresh LoRA adapter needs several hundred steps to learn on the tiny Llama
 EXTRA_TASKS: dict[str, tuple[str, str]] = {
+    "sort": ("sort the digits", "sort"),
     "add": ("add the two numbers", "add"),
     "sum": ("sum up the two numbers", "add"),
     "subtract": ("take the difference", "sub"),
 }
 KNOWN_TASKS: dict[str, tuple[str, str]] = {**DEFAULT_STREAM, **EXTRA_TASKS}
 #: designed truth of the default stream: group of each task and the router's decision
-DESIGNED_GROUPS = [1, 2, 3, 1, 4, 5]
-DESIGNED_DECISIONS = ["expand", "expand", "expand", "retrain", "expand", "expand"]
+DESIGNED_GROUPS = [1, 2, 1, 3, 4]
+DESIGNED_DECISIONS = ["expand", "expand", "retrain", "expand", "expand"]
 SPLITS = ("train", "val", "test")
 
 
@@ -152,7 +153,7 @@ def make_task(name: str, n: int, *, seed: int, n_eval: int = 64) -> Task:
 
 
 def default_stream(n: int, *, seed: int, n_eval: int = 64, tasks: Sequence[str] | None = None) -> list[Task]:
-    """The six-task stream (or the named subset, in the given order)."""
+    """The five-task stream (or the named tasks of :data:`KNOWN_TASKS`, in the given order)."""
     names = list(DEFAULT_STREAM) if tasks is None else list(tasks)
     if not names:
         raise LciaError("the task stream is empty: name at least one task")

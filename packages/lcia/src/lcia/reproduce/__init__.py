@@ -1,6 +1,6 @@
 """Side-by-side reproduction of LCIA's claims at CPU scale (``lcia reproduce [--quick|--smoke] [--task larger]``).
 
-1. **Continual stream** (:func:`~lcia.reproduce.stream.continual_stream`): the six-task instruction stream of
+1. **Continual stream** (:func:`~lcia.reproduce.stream.continual_stream`): the five-task instruction stream of
    :mod:`lcia.data` on the tiny Llama of the icml25 test bed, LoRA r 8 on every linear layer, 100 steps of 16 per
    task with the paper's cosine schedule (3 % warm-up). Competence gates first: the base model beats the majority
    answer on its pre-training tasks, and every task is learned by a fresh adapter alone within the budget
