@@ -95,9 +95,12 @@ def steps(cfg: Config, seeds: list[int], out: Path) -> Section:
               "is above the exact score's (regular graphs)",
         metric=f"KL per entry at N={cfg.N_grid[-1]}", ours=last[("regular", "eps")],
         baseline=last[("regular", "exact")], baseline_name="exact score", higher_is_better=True, paired=True,
-        kind="paper", paper=f"score-estimation term of the bound, independent of N ({PAPER_NOTE})",
+        kind="property", paper=f"score-estimation term of the bound, independent of N ({PAPER_NOTE})",
         note=f"ε = {cfg.score_error} (Σ_t⁻¹ → Σ_t⁻¹ + εI); tail slope of the ε curve "
-             f"{np.mean(tail[('regular', 'eps')]):.2f} vs exact {np.mean(tail[('regular', 'exact')]):.2f}"))
+             f"{np.mean(tail[('regular', 'eps')]):.2f} vs exact {np.mean(tail[('regular', 'exact')]):.2f}; property: "
+             "the perturbed score is a fixed wrong drift, so as N → ∞ its sampler converges to a different Gaussian "
+             "than the data while the exact score's converges to the data law (up to the t_min floor): the gap at "
+             "large N is there by construction of the perturbation"))
     rows = []
     for i, N in enumerate(cfg.N_grid):
         rows.append([N] + [float(np.mean([c[i] for c in curves[k]])) for k in curves])
@@ -166,8 +169,11 @@ def horizon(cfg: Config, seeds: list[int], out: Path) -> Section:
     sec.add(Claim.compare(
         claim="The initialisation term (prior N(0, I) instead of the exact p_T) decays with T",
         metric="KL(prior start) - KL(exact p_T start) per entry", ours=init_term[:, -1], baseline=init_term[:, 0],
-        baseline_name=f"same at T = {T_grid[0]:g}", higher_is_better=False, paired=True, kind="paper",
-        paper=f"initialisation term ∝ e^(-T) ({PAPER_NOTE})", note=f"ours at T = {T_grid[-1]:g}, N = {cfg.fine_steps}"))
+        baseline_name=f"same at T = {T_grid[0]:g}", higher_is_better=False, paired=True, kind="property",
+        paper=f"initialisation term ∝ e^(-T) ({PAPER_NOTE})",
+        note=f"ours at T = {T_grid[-1]:g}, N = {cfg.fine_steps}; property: the VP forward process contracts p_T "
+             "onto N(0, I) exponentially in T (its mean and covariance are closed forms), so starting from the "
+             "prior instead of p_T costs less the longer T, by construction of the forward SDE"))
     sec.table(f"KL per entry vs T (regular, n = {cfg.n_sweep}; mean over seeds)",
               ["T", f"KL (N = {cfg.T_sweep_steps})", f"score-error term (N = {cfg.fine_steps})",
                f"initialisation term (N = {cfg.fine_steps})"],
@@ -197,7 +203,7 @@ def topology(cfg: Config, seeds: list[int], out: Path) -> Section:
     sec = Section("topology")
     res = {f: np.zeros((len(seeds), len(cfg.n_grid))) for f in FAMILIES}
     dmax = {f: np.zeros((len(seeds), len(cfg.n_grid))) for f in FAMILIES}
-    rhos = []
+    rhos = []  # per seed, from that seed's graphs alone
     for si, s in enumerate(seeds):
         for f in FAMILIES:
             for ni, n in enumerate(cfg.n_grid):
@@ -216,10 +222,7 @@ def topology(cfg: Config, seeds: list[int], out: Path) -> Section:
         metric="KL per entry", ours=res["powerlaw"][:, -1], baseline=res["powerlaw"][:, 0],
         baseline_name=f"power-law at n = {cfg.n_grid[0]}", higher_is_better=True, paired=True, kind="paper",
         paper=f"Fig. 1(c): error grows with graph size ({PAPER_NOTE})"))
-    sec.add(Claim.threshold(
-        claim="The error tracks the max degree (Spearman ρ between KL per entry and d_max over both families and all n)",
-        metric="Spearman ρ", ours=rhos, threshold=0.5, higher_is_better=True, kind="paper",
-        paper=f"the bound depends on graph topology ({PAPER_NOTE})"))
+    sec.add(spearman_claim(rhos, threshold=0.5, paper=f"the bound depends on graph topology ({PAPER_NOTE})"))
     rows = []
     for ni, n in enumerate(cfg.n_grid):
         rows.append([n] + [float(v) for f in FAMILIES for v in (res[f][:, ni].mean(), dmax[f][:, ni].mean())])
@@ -240,6 +243,30 @@ def topology(cfg: Config, seeds: list[int], out: Path) -> Section:
 
     sec.figures.append(_fig(out, "kl_vs_size.png", draw))
     return sec
+
+
+SPEARMAN_CLAIM = ("The error tracks the max degree (Spearman ρ between KL per entry and d_max over both families and "
+                  "all n)")
+
+
+def spearman_claim(rhos, *, threshold: float, paper: str) -> Claim:
+    """The topology claim from the per-seed Spearman ρ's (each from that seed's graphs alone).
+
+    Seeds that give the same ρ are not independent evidence: the ring lattices are the same graph in every seed and
+    the rank order of (d_max, KL) over the n grid is the same in every seed, so ρ is often one number n times. Then
+    it is one value, ``deterministic=True`` (its threshold comparison is exact, not a t-test over copies); when the
+    seeds differ, the per-seed values are t-tested against the threshold."""
+    rhos = [float(r) for r in rhos]
+    if len(rhos) > 1 and len(set(rhos)) == 1:
+        return Claim.threshold(
+            claim=SPEARMAN_CLAIM, metric="Spearman ρ", ours=[rhos[0]], threshold=threshold, higher_is_better=True,
+            kind="paper", deterministic=True, paper=paper,
+            note=f"ρ computed per seed from that seed's graphs; all {len(rhos)} seeds gave the same ρ (the rank order "
+                 "of d_max and KL over the n grid does not depend on the seed), so it is one value, not "
+                 f"{len(rhos)} samples")
+    return Claim.threshold(
+        claim=SPEARMAN_CLAIM, metric="Spearman ρ per seed", ours=rhos, threshold=threshold, higher_is_better=True,
+        kind="paper", paper=paper, note="ρ computed per seed from that seed's graphs; one-sample t-test over seeds")
 
 
 # ---------------------------------------------------------------------------------------------------------- 4.
@@ -264,9 +291,12 @@ def normalisation(cfg: Config, seeds: list[int], out: Path) -> Section:
         sec.add(Claim.compare(
             claim=f"Normalisation lowers the error: normalised Laplacian L_sym vs combinatorial L ({f}, n = {n})",
             metric="KL per entry", ours=vals[(f, "normalized")], baseline=vals[(f, "combinatorial")],
-            baseline_name="combinatorial L", higher_is_better=False, paired=True, kind="paper",
+            baseline_name="combinatorial L", higher_is_better=False, paired=True, kind="property",
             paper=f"the analysis supports normalisation ({PAPER_NOTE})",
-            note="the data law changes with the Laplacian: Σ_A = (I + αL)⁻¹ vs (I + αL_sym)⁻¹"))
+            note="the data law changes with the Laplacian: Σ_A = (I + αL)⁻¹ vs (I + αL_sym)⁻¹; property: the two "
+                 "rows sample different target laws, and L_sym's spectrum lies in [0, 2] instead of [0, 2 d_max], "
+                 "so the target with L_sym is better conditioned (1 + α μ_max in the table) by construction: the "
+                 "row compares two problems, not two samplers of one"))
     sec.add(Claim.compare(
         claim="Feature standardisation lowers the structure-generation error (paradigm 2, A_ij ~ N(⟨x_i, x_j⟩, 1))",
         metric="KL per entry", ours=struct["standardized"], baseline=struct["raw"], baseline_name="raw features",
@@ -621,9 +651,12 @@ def _learned(cfg: Config, seeds: list[int], out: Path) -> Section:
         sec.add(Claim.compare(
             claim=f"A learned score adds a score-estimation error: learned vs exact score ({f}, paradigm 1)",
             metric="Monte-Carlo KL per entry", ours=kl[(f, "learned")], baseline=kl[(f, "exact")],
-            baseline_name="exact score", higher_is_better=True, paired=True, kind="paper",
+            baseline_name="exact score", higher_is_better=True, paired=True, kind="property",
             paper=f"score-estimation term of the bound ({PAPER_NOTE})",
-            note=note_x + "; the exact score has no knob"))
+            note=note_x + "; the exact score has no knob; property: the exact score is the population minimiser of "
+                          "the DSM loss the network is trained on, run with the same initial noise and Brownian "
+                          "increments, so the learned score can only approach it: the row measures training, not "
+                          "the bound"))
     sec.add(Claim.compare(
         claim="With the learned score, power-law graphs still have the larger error than regular graphs",
         metric="Monte-Carlo KL per entry", ours=kl[("powerlaw", "learned")], baseline=kl[("regular", "learned")],
