@@ -108,7 +108,6 @@ def train_command(opts: TrainOptions) -> int:
     from icml25.seeding import seed_everything
 
     from lcia.continual import check_fits, run_stream
-    from lcia.metrics import average_accuracy, bwt, forgetting
 
     tasks = _stream(opts.tasks, opts.config, opts.seed)  # validated before any model is built
     seed_everything(opts.seed)
@@ -135,7 +134,29 @@ def train_command(opts: TrainOptions) -> int:
         gathered = accelerator.gather(flat[None])
         spread = float((gathered - gathered[0]).abs().max())
         if not main_process:
+            _end_processes(accelerator)
             return 0
+    try:
+        _write_train_run(opts, tasks, r, learner, A, world, spread, device)
+    finally:
+        if world > 1:
+            _end_processes(accelerator)
+    return 0
+
+
+def _end_processes(accelerator) -> None:
+    """Every process meets here, then the process group is destroyed: a rank that simply exits while gloo's threads
+    still run aborts ("terminate called without an active exception", SIGABRT) and fails the whole launch."""
+    import torch.distributed as dist
+
+    accelerator.wait_for_everyone()
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def _write_train_run(opts, tasks, r, learner, A, world, spread, device) -> None:
+    from lcia.metrics import average_accuracy, bwt, forgetting
+
     rd = open_run_dir(METHOD.name, opts)
     rd.write_env(device=str(device))
     results = {
@@ -155,7 +176,6 @@ def train_command(opts: TrainOptions) -> int:
         print(f"{opts.method}: Avg {results['avg']:.3f}  forgetting {results['forgetting']:.3f}  "
               f"BWT {results['bwt']:.3f}")
         print(f"written to {rd.target}")
-    return 0
 
 
 def evaluate_command(opts: EvaluateOptions) -> int:
