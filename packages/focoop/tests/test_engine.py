@@ -143,3 +143,16 @@ def test_device_copy_of_the_setup_gives_the_same_run(syn_setup):
     moved = syn_setup.to("cpu")
     assert moved is not syn_setup and moved.tower is not syn_setup.tower and moved.device.type == "cpu"
     assert all(v.device.type == "cpu" for v in b.global_state.values())
+
+
+def test_adversary_perturbation_norm_is_logged_and_grows_with_the_step(syn_setup):
+    """The history reports ‖δ‖ (mean row L2 norm): 4 normalised steps move it by at most 4·step (+ the 1e-4 start),
+    so the default 1e-3 barely moves the unit-norm text features and the official 1.0 moves them far."""
+    small = run_inprocess(syn_setup, _cfg(adv_step=1e-3))
+    big = run_inprocess(syn_setup, _cfg(adv_step=1.0))
+    for h in small.history:
+        assert 0.0 < h["delta_id_norm"] <= 4 * 1e-3 + 1e-3 and 0.0 < h["delta_ood_norm"] <= 4 * 1e-3 + 1e-3
+    assert all(h["delta_id_norm"] > 0.3 for h in big.history)  # ≥ 100x the default's perturbation
+    no_oodp = run_inprocess(syn_setup, _cfg(method="focoop_no_oodp", adv_step=1.0))
+    assert all(h["delta_ood_norm"] == 0.0 and h["delta_id_norm"] > 0.3 for h in no_oodp.history)
+    assert "delta_id_norm" not in run_inprocess(syn_setup, _cfg(method="focoop_no_dro")).history[0]

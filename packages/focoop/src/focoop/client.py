@@ -64,7 +64,7 @@ def client_fit(setup: FederationSetup, cfg: FedConfig, *, cid: int, server_round
         dro_state = DROState(gamma_id=cfg.gamma_init, gamma_ood=cfg.gamma_init)
     opt = torch.optim.SGD(list(params.values()), lr=cfg.lr)
     n = data.train_y.numel()
-    n_batches, losses, ess = 0, [], []
+    n_batches, losses, ess, dn_id, dn_ood = 0, [], [], [], []
     for _ in range(cfg.local_epochs if n else 0):
         perm = torch.randperm(n, generator=gen)
         for start in range(0, n, cfg.batch_size):
@@ -85,6 +85,8 @@ def client_fit(setup: FederationSetup, cfg: FedConfig, *, cid: int, server_round
                     f, y, t_id, t_ood, scale=scale, state=dro_state, tau=cfg.tau, n_iter=cfg.adv_iters,
                     adv_step=cfg.adv_step, det_weight=cfg.det_weight, generator=gen, official_reg=cfg.official_reg)
                 ess.append(e)
+                dn_id.append(float(d_id.norm(dim=-1).mean()))  # mean row L2 norm of δ (text features are unit)
+                dn_ood.append(float(d_ood.norm(dim=-1).mean()) if d_ood.numel() else 0.0)
             else:
                 cols = t_id if t_ood is None else torch.cat([t_id, t_ood], dim=0)
                 loss = F.cross_entropy(scale * f @ cols.T, y)
@@ -103,7 +105,9 @@ def client_fit(setup: FederationSetup, cfg: FedConfig, *, cid: int, server_round
     metrics = {"loss": float(np.mean(losses)) if losses else float("nan"), "n_batches": float(n_batches)}
     if spec.dro:
         metrics.update(gamma_id=dro_state.gamma_id, gamma_ood=dro_state.gamma_ood,
-                       ess=float(np.mean(ess)) if ess else float("nan"))
+                       ess=float(np.mean(ess)) if ess else float("nan"),
+                       delta_id_norm=float(np.mean(dn_id)) if dn_id else float("nan"),
+                       delta_ood_norm=float(np.mean(dn_ood)) if dn_ood else float("nan"))
     return FitResult(upload=upload, local=local, dro=dro_state, n_batches=n_batches, metrics=metrics)
 
 

@@ -129,6 +129,9 @@ def run_inprocess(setup: FederationSetup, cfg: FedConfig, *, progress: bool = Fa
         if cfg.spec.dro:
             row["gamma_ood_mean"] = float(np.mean([m["gamma_ood"] for m in losses if "gamma_ood" in m]))
             row["ess_mean"] = float(np.nanmean([m.get("ess", np.nan) for m in losses]))
+            # mean over clients and batches of the mean row L2 norm of the adversary's δ (text features: norm 1)
+            row["delta_id_norm"] = float(np.nanmean([m.get("delta_id_norm", np.nan) for m in losses]))
+            row["delta_ood_norm"] = float(np.nanmean([m.get("delta_ood_norm", np.nan) for m in losses]))
         history.append(row)
     t_train = time.perf_counter() - t0
     per_client = evaluate_all(setup, cfg, state, local)
