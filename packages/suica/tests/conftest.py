@@ -28,4 +28,5 @@ def split_idx(a):
 
 
 TINY = dict(gae_hidden=(32, 16), latent_dim=8, inr_width=32, ffn_mapping=16, ffn_scale=2.0, gae_epochs=15,
-            inr_epochs=15, decoder_epochs=10)
+            inr_epochs=15, decoder_epochs=10, embedding="gae")
+"""Tiny GAE-pipeline settings (the paper's main pipeline; the package default embedding is PCA)."""

@@ -62,19 +62,22 @@ def _sel(name, params):
 
 
 def test_reproduce_sections_label_the_rows(monkeypatch, tmp_path):
-    """The 3-D and generalisation sections on canned scores (no fitting): zero-IoU rows against IDW / Gaussian
-    smoothing are property, every other row stays paper, numbers unchanged."""
+    """The 3-D and generalisation sections on canned scores (no fitting): every comparison row is a paper claim
+    (zero-map rows use the mean IoU with thresholds tuned on validation, so an interpolator can output zeros) and
+    depends on the gates of both its methods; each method of the table has a gate."""
     import suica.reproduce as r
     from suica.config import BUDGETS
 
     cfg = BUDGETS.smoke
     rng = np.random.default_rng(0)
+    methods = [*r.GEN_METHODS, *r.GEN_EXTRA]
 
     def fake(_fn, items):
         outs = []
         for _ in items:
-            ev = {m: {k: float(rng.uniform(0.2, 0.8)) for k, _ in r.GEN_METRICS} for m in [*r.GEN_METHODS, r.TUNED]}
+            ev = {m: {k: float(rng.uniform(0.2, 0.8)) for k in r.GEN_TABLE_METRICS} for m in methods}
             outs.append({"ev": ev, "fit_s": {m: 0.1 for m in ev}, "tune_s": 0.1, "sigma": 1.0,
+                         "taus": {m: 0.0 for m in methods}, "curves": {},
                          "sel": {"idw": _sel("idw", {"k": 16}), "gaussian": _sel("gaussian", {"bandwidth": 2.0}),
                                  r.TUNED: _sel(r.TUNED, {"embedding": "pca"})}})
         return outs
@@ -82,10 +85,13 @@ def test_reproduce_sections_label_the_rows(monkeypatch, tmp_path):
     monkeypatch.setattr(r, "pmap", fake)
     seeds = [0, 1, 2]
     claims = r.three_d(cfg, seeds, tmp_path).claims + r.generalisation(cfg, seeds, tmp_path).claims
-    assert len(claims) == 2 * 3 * 2 * (1 + len(cfg.settings))
-    for c in claims:
-        want = "property" if "zero_iou" in c.claim else "paper"
-        assert c.kind == want, c.claim
-        assert ("property:" in c.note) == (want == "property")
+    scopes = 1 + len(cfg.settings)
+    gates = [c for c in claims if c.kind == "gate"]
+    rows = [c for c in claims if c.kind != "gate"]
+    assert len(gates) == 5 * scopes and len(rows) == 3 * 2 * scopes
+    names = {g.claim for g in gates}
+    for c in rows:
+        assert c.kind == "paper", c.claim
+        assert len(c.gates) == 2 and set(c.gates) <= names
         assert c.ours_values is not None and len(c.ours_values) == 3
-    assert sum(c.kind == "property" for c in claims) == 4 * (1 + len(cfg.settings))
+    assert sum("zero-map mean IoU" in c.claim for c in rows) == 2 * scopes

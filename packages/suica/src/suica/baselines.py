@@ -170,7 +170,15 @@ class INRRaw:
         with torch.no_grad():
             return self.model(torch.as_tensor(u, dtype=torch.float32)).numpy()
 
-    def fit(self, adata, *, train_idx=None) -> INRRaw:
+    def _hooks(self, on_step) -> dict:
+        """``fit_inr`` callbacks: the model is attached as soon as it is built, so ``on_step(phase, step, self)``
+        (phase ``"inr"``) can predict mid-training (as :meth:`suica.SUICA.fit`'s hook)."""
+        if on_step is None:
+            return {}
+        return {"on_built": lambda m: setattr(self, "model", m),
+                "on_step": lambda phase, step: on_step(phase, step, self)}
+
+    def fit(self, adata, *, train_idx=None, on_step=None) -> INRRaw:
         import torch
 
         from suica.estimator import fit_inr, spot_spacing
@@ -180,7 +188,8 @@ class INRRaw:
         u = torch.as_tensor(u_np, dtype=torch.float32)
         self.model, self.sigma_, self.selection_ = fit_inr(
             u, y_np, c, spacing=spot_spacing(u_np), out_dim=y_np.shape[1], final="relu",
-            loss_fn=torch.nn.functional.mse_loss, epochs=self.epochs, lr=c.inr_lr, history=self.history)
+            loss_fn=torch.nn.functional.mse_loss, epochs=self.epochs, lr=c.inr_lr, history=self.history,
+            **self._hooks(on_step))
         return self
 
     def predict(self, coords, *, allow_extrapolation: bool = False):
@@ -194,7 +203,7 @@ class PCAINR(INRRaw):
     normalised counts, fitted on the training spots; an INR ``u -> PCA scores`` (L1 + MSE, as SUICA's phase 1, same
     σ selection, width, depth, lr and total steps); prediction ``max(0, scores · Wᵀ + mean)``."""
 
-    def fit(self, adata, *, train_idx=None) -> PCAINR:
+    def fit(self, adata, *, train_idx=None, on_step=None) -> PCAINR:
         import torch
         from sklearn.decomposition import PCA
 
@@ -210,7 +219,7 @@ class PCAINR(INRRaw):
         self.model, self.sigma_, self.selection_ = fit_inr(
             torch.as_tensor(u_np, dtype=torch.float32), torch.as_tensor(scores), c, spacing=spot_spacing(u_np),
             out_dim=scores.shape[1], final="identity", loss_fn=fit_loss, epochs=self.epochs, lr=c.inr_lr,
-            history=self.history)
+            history=self.history, **self._hooks(on_step))
         return self
 
     def predict(self, coords, *, allow_extrapolation: bool = False):

@@ -60,6 +60,14 @@ def support_recovery(pred: np.ndarray, truth: np.ndarray, *, tau: float = 0.0) -
     return float((p & t).sum() / union) if union else 1.0
 
 
+def zero_map_miou(pred: np.ndarray, truth: np.ndarray, *, tau: float = 0.0) -> float:
+    """Mean IoU of the two classes of the zero map: ``(zero_iou + support_recovery) / 2`` at threshold ``tau``.
+
+    Exact-zero IoU alone rewards predicting 0 everywhere (it then equals the truth's zero fraction, 0.8-0.94 on our
+    tissues); the mean with the support IoU does not (all zeros score ``zero fraction / 2``)."""
+    return 0.5 * (zero_iou(pred, truth, tau=tau) + support_recovery(pred, truth, tau=tau))
+
+
 def masked_cosine(pred: np.ndarray, truth: np.ndarray, *, pooled: bool = False) -> float:
     """Cosine similarity on the truth's support: per-spot mean (default) or pooled over all entries (official)."""
     mask = truth > 0
