@@ -67,3 +67,25 @@ def test_topology_rho_is_per_seed_or_one_value(claims):
     assert len(vals) == 1 or len(set(vals)) > 1  # never n copies of one number
     if rho.test == "deterministic":
         assert "one value, not 3 samples" in rho.note
+
+
+def test_standard_sets_gate_the_paper_rows(tmp_path):
+    """The trained joint model on a standard set: one gate per (model, metric) against the Erdős–Rényi control, with
+    the validation curve; the paper row (N) names the joint model's three gates."""
+    from icml25.claims import Report
+
+    from sggm.reproduce import STD_METRICS, STD_MODELS, standard_sets
+
+    sec = standard_sets(BUDGETS.smoke, [0, 1], tmp_path)
+    gates = [c for c in sec.claims if c.kind == "gate"]
+    assert len(gates) == len(STD_MODELS) * len(STD_METRICS) * len(BUDGETS.smoke.std_sets)
+    assert all(c.plateau is not None and "Erdős–Rényi" in c.baseline_name for c in gates)
+    paper = [c for c in sec.claims if c.kind == "paper"]
+    assert len(paper) == len(BUDGETS.smoke.std_sets)
+    names = {c.claim for c in gates}
+    assert all(len(c.gates) == 3 and set(c.gates) <= names and all("joint" in g for g in c.gates) for c in paper)
+    # a 4-step model has not learned anything: its gates cannot hold, so the paper rows become untested
+    rep = Report(method="sggm", claims=sec.claims)
+    rep.resolve_gates()
+    assert all(c.verdict == "untested" for c in rep.claims if c.kind == "paper") or all(
+        g.verdict == "holds" for g in gates)

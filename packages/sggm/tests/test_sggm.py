@@ -523,3 +523,15 @@ def test_exact_feature_score_module_equals_the_model_score_per_row_time():
             return net(X, A, t)[0] * 1.2, None
 
     assert exact < validation_loss(Perturbed(), X0, A0, generate="X", T=4.0, t_min=1e-3, seed=0)
+
+
+def test_adjacency_power_channels_keep_equivariance_and_see_common_neighbours():
+    import torch
+    from sggm.score_net import ScoreNetwork
+
+    torch.manual_seed(0)
+    net = ScoreNetwork(n_features=3, hidden=8, depth=2, adj_powers=3).double()
+    gx, ga, (X, A, t, P, sx, sa) = _equivariance_gaps(net)
+    assert gx < 1e-12 and ga < 1e-12
+    torch.testing.assert_close(sa, sa.transpose(-1, -2))
+    assert net.out_a[0].in_features == 2 * 8 + 3 + 16 and net.config["adj_powers"] == 3

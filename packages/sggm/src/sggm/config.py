@@ -87,12 +87,26 @@ class Config:
     """Sampler chains of the learned-score check."""
     learned_N: tuple[int, int] = (20, 100)
     """Coarse and fine N of the learned-score check."""
-    graph_train: int = 256
-    """Training graphs of the learned structure model (degree / spectrum MMD)."""
-    graph_steps: int = 1000
-    """DSM steps of the learned structure model (at 400 it had not left the loss plateau of an untrained net)."""
-    graph_samples: int = 64
-    """Generated and reference graphs of the MMD."""
+    std_seeds: int = 3
+    """Seeds of the standard-set experiment (at most ``seeds``; each trains 2 models on 3 sets: the time budget)."""
+    std_sets: tuple[str, ...] = ("community_small", "grid_small", "ego_small")
+    """Standard synthetic sets of the trained joint model (GDSS's community-small, grid and ego-small, offline)."""
+    std_train: int = 96
+    """Training graphs per standard set (GDSS: 80 community-small, 80 grid, 160 ego-small)."""
+    std_val: int = 32
+    """Validation graphs per standard set (held-out DSM loss: learning rate and plateau)."""
+    std_test: int = 64
+    """Test graphs per standard set (the MMD reference)."""
+    std_samples: int = 64
+    """Generated graphs per model (and Erdős–Rényi graphs of the control)."""
+    std_steps: int = 700
+    """DSM steps of the standard-set score models."""
+    std_eval_every: int = 100
+    """Validation DSM loss every this many steps (the plateau check of the gates)."""
+    std_adj_powers: int = 3
+    """Adjacency-power channels (A_t, A_t², A_t³) of the pair head of the standard-set score models (GDSS's)."""
+    std_max_degree: int = 10
+    """GDSS's degree one-hot node features, clipped at this degree (F = std_max_degree + 1)."""
     learned_lr_grid: tuple[float, ...] = (9e-3, 2.7e-2, 8.1e-2)
     """Adam learning rates tried for every learned score network (the same grid for each family), chosen by the
     DSM loss on a validation split (held-out draws / graphs of a validation graph seed); a choice at an edge of the
@@ -101,15 +115,13 @@ class Config:
     """How many times a learning-rate choice at an edge of the grid extends it by one more step."""
     learned_val: int = 512
     """Held-out draws (features net) of the validation split."""
-    graph_val: int = 64
-    """Held-out graphs (structure net) of the validation split."""
 
     def __post_init__(self) -> None:
         check_positive(self, "seeds", "n_features", "n_steps", "mean_degree", "n_sweep", "T_sweep_steps",
                        "fine_steps", "joint_n", "joint_features", "joint_steps", "perf_n", "large_n", "mc_chains", "mc_n",
                        "learned_seeds", "learned_n", "learned_features", "learned_train", "learned_steps",
-                       "learned_chains", "graph_train", "graph_steps", "graph_samples", "learned_val", "graph_val",
-                       "mc_timing_cap")
+                       "learned_chains", "std_seeds", "std_train", "std_val", "std_test", "std_samples", "std_steps",
+                       "std_eval_every", "std_max_degree", "std_adj_powers", "learned_val", "mc_timing_cap")
         check_positive(self, "alpha", "beta", "T", "t_min", integer=False)
         if self.score_error < 0:
             raise SggmError(f"score_error must be >= 0, got {self.score_error}")
@@ -120,6 +132,10 @@ class Config:
         if len(self.mc_ladder) < 2 or any(not 2 <= m <= self.mc_chains // 2 for m in self.mc_ladder):
             raise SggmError(f"mc_ladder needs at least 2 chain counts in [2, mc_chains / 2 = {self.mc_chains // 2}] "
                             f"(each measured on at least 2 disjoint batches), got {self.mc_ladder}")
+        from sggm.datasets import STANDARD_SETS
+
+        if not self.std_sets or any(d not in STANDARD_SETS for d in self.std_sets):
+            raise SggmError(f"std_sets must be a non-empty subset of {list(STANDARD_SETS)}, got {self.std_sets}")
         if self.learned_lr_extend < 0:
             raise SggmError(f"learned_lr_extend must be >= 0, got {self.learned_lr_extend}")
         if not self.learned_lr_grid or any(not lr > 0 for lr in self.learned_lr_grid):
@@ -155,9 +171,10 @@ def cpu() -> Config:
     """Quick settings: 3 seeds, a smaller Monte-Carlo ladder (its timing scaled linearly beyond 500 chains), learned
     scores trained far too briefly to leave their loss plateau (a pipeline check, not a measurement) at the full run's
     chosen learning rate (a 1-point grid: the tuning code runs, nothing is chosen)."""
-    return replace(paper(), seeds=3, learned_seeds=3, learned_steps=80, graph_steps=60, mc_chains=500,
-                   mc_ladder=(125, 250), mc_timing_cap=500, graph_train=96, learned_chains=256,
-                   learned_lr_grid=(2.7e-2,), learned_lr_extend=0, learned_val=256, graph_val=32)
+    return replace(paper(), seeds=3, learned_seeds=3, learned_steps=80, mc_chains=500,
+                   mc_ladder=(125, 250), mc_timing_cap=500, learned_chains=256,
+                   learned_lr_grid=(2.7e-2,), learned_lr_extend=0, learned_val=256, std_steps=100, std_eval_every=50, std_seeds=2,
+                   std_train=48, std_val=16, std_test=32, std_samples=32)
 
 
 BUDGETS = Budgets(
@@ -165,8 +182,8 @@ BUDGETS = Budgets(
                   n_sweep=20, perf_n=40, large_n=1000, mc_chains=64, mc_ladder=(8, 16, 32),
                   mc_timing_cap=64, mc_n=8, fine_steps=200, couplings=(0.0, 1.0), joint_n=6,
                   joint_features=2, joint_steps=20, learned_steps=5, learned_chains=16, learned_train=64,
-                  learned_N=(5, 10), graph_train=16, graph_steps=3, graph_samples=8, learned_lr_grid=(2e-3,),
-                  learned_val=16, graph_val=8),
+                  learned_N=(5, 10), learned_lr_grid=(2e-3,), learned_val=16, std_sets=("community_small",), std_seeds=2,
+                  std_train=8, std_val=4, std_test=8, std_samples=8, std_steps=4, std_eval_every=2),
     quick=cpu(),
     full=paper(),
 )

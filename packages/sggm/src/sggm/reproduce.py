@@ -11,8 +11,10 @@ seeds only change the random graphs. Experiments:
 4. ``normalisation``: normalised vs combinatorial Laplacian (paradigm 1) and feature standardisation (paradigm 2).
 5. ``coupling``: the joint model's KL vs the coupling, against the sum of the two conditional paradigms.
 6. ``exactness``: exact law vs Monte-Carlo runs of the same sampler; eigenbasis vs dense recursion (speed-up).
-7. ``learned``: a learned GDSS-style score vs the exact score (paradigm 1, Monte-Carlo KL), and degree / spectrum
-   MMD of a learned structure model on regular vs power-law graphs.
+7. ``learned``: a learned GDSS-style score vs the exact score (paradigm 1, Monte-Carlo KL).
+8. ``standard_sets``: a trained joint-paradigm model (X and A) on community-small, grid and ego-like graphs, scored by
+   GDSS's degree / clustering / orbit MMDs, against a structure-only score model (tuned alike) and an Erdős–Rényi
+   control (the competence gates).
 """
 
 from __future__ import annotations
@@ -545,7 +547,6 @@ def _learned(cfg: Config, seeds: list[int], out: Path) -> Section:
     from icml25.tuning import selections_table, tune_alike
 
     from sggm.kl import monte_carlo_kl
-    from sggm.metrics import degree_mmd, quantize, spectrum_mmd, to_signed
     from sggm.sampler import sample
     from sggm.score_net import ScoreNetwork, train_score, validation_loss
 
@@ -553,9 +554,7 @@ def _learned(cfg: Config, seeds: list[int], out: Path) -> Section:
     seeds = seeds[:cfg.learned_seeds]
     n, F = cfg.learned_n, cfg.learned_features
     n_lo, n_hi = cfg.learned_N
-    sde_g = VP(0.1, 10.0)  # the structure model's SDE (T = 1)
     kl = {(f, k): [] for f in FAMILIES for k in ("learned", "exact", "learned coarse")}
-    mmd = {(f, k): [] for f in FAMILIES for k in ("degree", "spectrum", "degree coarse", "spectrum coarse")}
 
     def cols(X):
         return np.swapaxes(X, 1, 2).reshape(-1, n)  # [chains·F, n]
@@ -571,19 +570,8 @@ def _learned(cfg: Config, seeds: list[int], out: Path) -> Section:
                     t_min=cfg.t_min, seed=s)
         return net
 
-    def family_graphs(f: str, s: int, count: int) -> np.ndarray:
-        return np.stack([make_graph(f, n, mean_degree=cfg.mean_degree, seed=100_000 * (s + 1) + i)
-                         for i in range(count)])  # [count, n, n] 0/1
-
-    def fit_structure(A_tr: np.ndarray, lr: float, s: int) -> ScoreNetwork:
-        torch.manual_seed(s)
-        gnet = ScoreNetwork(n_features=1, sde_x=VP(0.1, 10.0), sde_a=sde_g, hidden=32, depth=2)
-        train_score(gnet, np.ones((len(A_tr), n, 1)), to_signed(A_tr), generate="A", steps=cfg.graph_steps,
-                    batch_size=32, lr=lr, T=1.0, t_min=cfg.t_min, seed=s)
-        return gnet
-
     # The learning rate of every network, chosen alike (same grid, same budget) on a validation split: held-out draws
-    # of a validation graph (features net) / held-out graphs (structure net), validation seed 10000 + first seed.
+    # of a validation graph, validation seed 10000 + first seed.
     vs = 10_000 + seeds[0]
 
     def eval_features(f: str):
@@ -595,17 +583,8 @@ def _learned(cfg: Config, seeds: list[int], out: Path) -> Section:
             return validation_loss(net, X0[k:], A0[k:], generate="X", T=cfg.T, t_min=cfg.t_min, seed=vs)
         return evaluate
 
-    def eval_structure(f: str):
-        def evaluate(p):
-            G = family_graphs(f, vs, cfg.graph_train + cfg.graph_val)
-            net = fit_structure(G[:cfg.graph_train], p["lr"], vs)
-            Gv = to_signed(G[cfg.graph_train:])
-            return validation_loss(net, np.ones((len(Gv), n, 1)), Gv, generate="A", T=1.0, t_min=cfg.t_min, seed=vs)
-        return evaluate
-
     grid = {"lr": list(cfg.learned_lr_grid)}
-    sel = tune_alike({**{f"features net, {f}": (eval_features(f), grid) for f in FAMILIES},
-                      **{f"structure net, {f}": (eval_structure(f), grid) for f in FAMILIES}}, higher_is_better=False,
+    sel = tune_alike({f"features net, {f}": (eval_features(f), grid) for f in FAMILIES}, higher_is_better=False,
                      extend=cfg.learned_lr_extend)
     lr_x = {f: sel[f"features net, {f}"].params["lr"] for f in FAMILIES}
     floor = {}  # the exact score's held-out DSM loss: the lowest validation loss a features net can reach
@@ -614,7 +593,6 @@ def _learned(cfg: Config, seeds: list[int], out: Path) -> Section:
         X0, A0 = m.sample_data(cfg.learned_train + cfg.learned_val, seed=vs)
         floor[f] = validation_loss(_exact_feature_score(m), X0[cfg.learned_train:], A0[cfg.learned_train:],
                                    generate="X", T=cfg.T, t_min=cfg.t_min, seed=vs)
-    lr_a = {f: sel[f"structure net, {f}"].params["lr"] for f in FAMILIES}
 
     def tuned(kind: str) -> str:
         return "; ".join(sel[f"{kind} net, {f}"].note() for f in FAMILIES)
@@ -631,22 +609,8 @@ def _learned(cfg: Config, seeds: list[int], out: Path) -> Section:
             for key, score, N in (("learned", sx, n_hi), ("exact", m.score_x, n_hi), ("learned coarse", sx, n_lo)):
                 X, _ = sample(score, None, XT, m.adjacency, n_steps=N, **kw)
                 kl[(f, key)].append(monte_carlo_kl(cols(X), np.zeros(n), m.sigma_graph) / n)
-            # (b) structure generation (paradigm 2 with constant features) on 0/1 graphs of the family
-            ref = family_graphs(f, s, cfg.graph_train + cfg.graph_samples)
-            A_tr, A_ref = ref[:cfg.graph_train], ref[cfg.graph_train:]
-            _, sa = fit_structure(A_tr, lr_a[f], s).numpy_scores(heads="a")
-            rng = np.random.default_rng(s + 3)
-            z = np.triu(rng.standard_normal((cfg.graph_samples, n, n)), 1)
-            AT = z + np.swapaxes(z, 1, 2)
-            for suffix, N in (("", n_hi), (" coarse", n_lo)):
-                _, A = sample(None, sa, np.ones((cfg.graph_samples, n, 1)), AT, n_steps=N, T=1.0, t_min=cfg.t_min,
-                              sde_a=sde_g, seed=s + 4)
-                G = quantize(A, threshold=0.0)
-                mmd[(f, "degree" + suffix)].append(degree_mmd(G, A_ref))
-                mmd[(f, "spectrum" + suffix)].append(spectrum_mmd(G, A_ref))
     note = f"{len(seeds)} seeds; reported as measured"
     note_x = f"{note}; {tuned('features')}"
-    note_a = f"{note}; {tuned('structure')}"
     for f in FAMILIES:
         sec.add(Claim.compare(
             claim=f"A learned score adds a score-estimation error: learned vs exact score ({f}, paradigm 1)",
@@ -669,22 +633,8 @@ def _learned(cfg: Config, seeds: list[int], out: Path) -> Section:
             baseline=kl[(f, "learned coarse")], baseline_name=f"N = {n_lo}", higher_is_better=False, paired=True,
             kind="paper", paper=f"the bound guides the choice of N ({PAPER_NOTE})",
             note=note_x + "; same network, initial noise and Brownian increments at both N"))
-    for f in FAMILIES:
-        sec.add(Claim.compare(
-            claim=f"More sampling steps lower the learned structure model's degree MMD ({f}, N = {n_hi} vs {n_lo})",
-            metric="degree MMD²", ours=mmd[(f, "degree")], baseline=mmd[(f, "degree coarse")],
-            baseline_name=f"N = {n_lo}", higher_is_better=False, paired=True, kind="paper",
-            paper=f"the bound guides the choice of N ({PAPER_NOTE})", note=note_a))
-    for stat in ("degree", "spectrum"):
-        sec.add(Claim.compare(
-            claim=f"The learned structure model fits power-law graphs worse than regular graphs ({stat} MMD)",
-            metric=f"{stat} MMD²", ours=mmd[("powerlaw", stat)], baseline=mmd[("regular", stat)],
-            baseline_name="regular", higher_is_better=True, paired=True, kind="paper",
-            paper=f"Fig. 1: power-law above regular ({PAPER_NOTE})",
-            note=note_a + "; each family against its own held-out graphs"))
     sec.table(f"Learning rates of the learned score networks, chosen alike on a validation split (DSM loss on "
-              f"held-out draws / graphs; lower is better; {cfg.learned_steps} DSM steps for X, {cfg.graph_steps} "
-              "for A)", *selections_table(sel))
+              f"held-out draws; lower is better; {cfg.learned_steps} DSM steps)", *selections_table(sel))
     sec.table("Every learning rate tried (validation DSM loss; the features nets' floor is the exact score's loss "
               "on the same held-out draws)", ["network", *(f"lr={lr:.3g}" for lr in sorted(
                   {t["params"]["lr"] for v in sel.values() for t in v.trials})), "exact-score floor"],
@@ -692,15 +642,152 @@ def _learned(cfg: Config, seeds: list[int], out: Path) -> Section:
                   {t["params"]["lr"] for v in sel.values() for t in v.trials})),
                 floor[k.rsplit(", ", 1)[1]] if k.startswith("features") else "-"] for k, v in sel.items()])
     sec.table(f"Learned score (n = {n}; mean over {len(seeds)} seeds)",
-              ["graph", "KL learned", "KL exact", f"KL learned, N = {n_lo}", "degree MMD²", "spectrum MMD²",
-               f"degree MMD², N = {n_lo}", f"spectrum MMD², N = {n_lo}"],
-              [[f, *(float(np.mean(kl[(f, k)])) for k in ("learned", "exact", "learned coarse")),
-                *(float(np.mean(mmd[(f, k)])) for k in ("degree", "spectrum", "degree coarse", "spectrum coarse"))]
-               for f in FAMILIES])
+              ["graph", "KL learned", "KL exact", f"KL learned, N = {n_lo}"],
+              [[f, *(float(np.mean(kl[(f, k)])) for k in ("learned", "exact", "learned coarse"))] for f in FAMILIES])
     return sec
 
 
-EXPERIMENTS = [steps, horizon, topology, normalisation, coupling, exactness, learned]
+# ---------------------------------------------------------------------------------------------------------- 8.
+STD_METRICS = ("degree", "cluster", "orbit")
+STD_MODELS = {"joint": "both", "structure-only": "A"}  # model -> what its score network generates
+
+
+def standard_sets(cfg: Config, seeds: list[int], out: Path) -> Section:
+    """A trained joint-paradigm GDSS-style model on the standard synthetic sets (community-small, grid, ego-like),
+    scored by GDSS's degree / clustering / orbit MMDs, against a structure-only score model (GDSS without X: the
+    EDP-GNN-style baseline, tuned alike) and an Erdős–Rényi model fitted to the same density (the trivial control of
+    the competence gates). One torch thread, as ``learned``."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _standard_sets(cfg, seeds, out)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _standard_sets(cfg: Config, seeds: list[int], out: Path) -> Section:
+    import torch
+    from icml25.tuning import selections_table, tune_alike
+
+    from sggm.datasets import erdos_renyi_like, standard_set, to_tensors
+    from sggm.graph_eval import graph_mmds
+    from sggm.metrics import quantize, to_signed
+    from sggm.sampler import sample
+    from sggm.score_net import ScoreNetwork, train_with_validation
+
+    sec = Section("standard_sets")
+    seeds = seeds[:cfg.std_seeds]
+    sde = VP(0.1, 10.0)  # X and A, T = 1 (the structure model's SDE of sggm 0.2)
+    F = cfg.std_max_degree + 1
+    n_lo, n_hi = cfg.learned_N
+    n_max = {"community_small": 20, "grid_small": 16, "ego_small": 18}
+
+    def split(name: str, s: int):
+        gs = standard_set(name, cfg.std_train + cfg.std_val + cfg.std_test, seed=1000 * s + 17)
+        a, b = cfg.std_train, cfg.std_train + cfg.std_val
+        return gs[:a], gs[a:b], gs[b:]
+
+    def tensors(model: str, gs: list, name: str):
+        X, A = to_tensors(gs, n_max=n_max[name], max_degree=cfg.std_max_degree)
+        if model == "structure-only":
+            X = np.ones((len(gs), n_max[name], 1))
+        return X, to_signed(A)
+
+    def fit(model: str, name: str, s: int, lr: float):
+        tr, va, te = split(name, s)
+        torch.manual_seed(s)
+        net = ScoreNetwork(n_features=F if model == "joint" else 1, sde_x=sde, sde_a=sde, hidden=32, depth=2,
+                           adj_powers=cfg.std_adj_powers)
+        curve = train_with_validation(net, *tensors(model, tr, name), *tensors(model, va, name),
+                                      generate=STD_MODELS[model], steps=cfg.std_steps, eval_every=cfg.std_eval_every,
+                                      batch_size=32, lr=lr, T=1.0, t_min=cfg.t_min, seed=s)
+        return net, curve, tr, te
+
+    def generate(net, model: str, name: str, N: int, s: int) -> list:
+        rng = np.random.default_rng(s + 5)
+        B, n = cfg.std_samples, n_max[name]
+        z = np.triu(rng.standard_normal((B, n, n)), 1)
+        AT = z + np.swapaxes(z, 1, 2)
+        kw = dict(n_steps=N, T=1.0, t_min=cfg.t_min, sde_x=sde, sde_a=sde, seed=s + 6)
+        if model == "joint":
+            sx, sa = net.numpy_scores()
+            _, A = sample(sx, sa, rng.standard_normal((B, n, F)), AT, **kw)
+        else:
+            _, sa = net.numpy_scores(heads="a")
+            _, A = sample(None, sa, np.ones((B, n, 1)), AT, **kw)
+        return list(quantize(A, threshold=0.0))
+
+    # Learning rate chosen alike for both models (same grid, same budget) by the final held-out DSM loss on the
+    # validation split of a validation seed, on the first set (community-small); carried to the other sets.
+    vs = 10_000 + seeds[0]
+    tune_set = cfg.std_sets[0]
+
+    def evaluate(model: str):
+        return lambda p: fit(model, tune_set, vs, p["lr"])[1].values[-1]
+
+    sel = tune_alike({m: (evaluate(m), {"lr": list(cfg.learned_lr_grid)}) for m in STD_MODELS},
+                     higher_is_better=False, extend=cfg.learned_lr_extend)
+    lr = {m: sel[m].params["lr"] for m in STD_MODELS}
+    mmd = {}  # (set, model or control, N) -> {metric: [per seed]}
+    curves = {(d, m): [] for d in cfg.std_sets for m in STD_MODELS}
+    for s in seeds:
+        for d in cfg.std_sets:
+            for m in STD_MODELS:
+                net, curve, tr, te = fit(m, d, s, lr[m])
+                curves[(d, m)].append(curve)
+                net.eval()
+                for N in ((n_hi, n_lo) if m == "joint" else (n_hi,)):
+                    r = graph_mmds(te, generate(net, m, d, N, s), methods=STD_METRICS)
+                    for k, v in r.items():
+                        mmd.setdefault((d, m, N), {}).setdefault(k, []).append(v)
+            for ctrl, gs in (("Erdős–Rényi", erdos_renyi_like(tr, cfg.std_samples, seed=s + 7)), ("training set", tr)):
+                r = graph_mmds(te, gs, methods=STD_METRICS, remove_isolates=False)
+                for k, v in r.items():
+                    mmd.setdefault((d, ctrl, 0), {}).setdefault(k, []).append(v)
+    note = (f"{len(seeds)} seeds (a fresh data set per seed: {cfg.std_train} training / {cfg.std_val} validation / "
+            f"{cfg.std_test} test graphs); {cfg.std_samples} generated graphs at N = {n_hi} vs the test graphs; "
+            f"lr tuned on {tune_set}: " + "; ".join(sel[m].note() for m in STD_MODELS))
+    gate_names = {}
+    for d in cfg.std_sets:
+        for m in STD_MODELS:
+            for k in STD_METRICS:
+                name = f"The {m} score model has learned {d} ({k} MMD below an Erdős–Rényi model of the same density)"
+                gate_names[(d, m, k)] = name
+                sec.add(Claim.gate(
+                    claim=name, metric=f"{k} MMD² (GDSS kernel)", ours=mmd[(d, m, n_hi)][k],
+                    controls={"Erdős–Rényi fitted to the training density": mmd[(d, "Erdős–Rényi", 0)][k]},
+                    curves=curves[(d, m)], higher_is_better=False, paired=True, note=note))
+    for d in cfg.std_sets:
+        hi = np.mean([mmd[(d, "joint", n_hi)][k] for k in STD_METRICS], axis=0)
+        lo = np.mean([mmd[(d, "joint", n_lo)][k] for k in STD_METRICS], axis=0)
+        sec.add(Claim.compare(
+            claim=f"More sampling steps lower the trained joint model's MMD on {d} (N = {n_hi} vs {n_lo})",
+            metric="mean of degree, clustering and orbit MMD²", ours=hi, baseline=lo, baseline_name=f"N = {n_lo}",
+            higher_is_better=False, paired=True, kind="paper", paper=f"the bound guides the choice of N ({PAPER_NOTE})",
+            gates=[gate_names[(d, "joint", k)] for k in STD_METRICS],
+            note=note + "; same network, initial noise and Brownian increments at both N"))
+    sec.table(f"Learning rates of the standard-set score models, chosen alike on {tune_set} (final held-out DSM "
+              f"loss; {cfg.std_steps} steps)", *selections_table(sel))
+    rows = []
+    for d in cfg.std_sets:
+        for key, label in (((d, "joint", n_hi), f"joint, N = {n_hi}"), ((d, "joint", n_lo), f"joint, N = {n_lo}"),
+                           ((d, "structure-only", n_hi), f"structure-only, N = {n_hi}"),
+                           ((d, "Erdős–Rényi", 0), "Erdős–Rényi (same density)"),
+                           ((d, "training set", 0), "training graphs (floor)")):
+            rows.append([d, label, *(f"{np.mean(mmd[key][k]):.4f} ± {np.std(mmd[key][k], ddof=1) if len(seeds) > 1 else 0:.4f}"
+                                     for k in STD_METRICS)])
+    sec.table(f"Standard sets: MMD² to {cfg.std_test} test graphs (GDSS kernels; mean ± sd over {len(seeds)} seeds)",
+              ["set", "generator", *(f"{k} MMD²" for k in STD_METRICS)], rows)
+    sec.table("Validation DSM loss at the end of training (mean over seeds; curves in results.json gates)",
+              ["set", "model", "first eval", "last eval"],
+              [[d, m, float(np.mean([c.values[0] for c in curves[(d, m)]])),
+                float(np.mean([c.values[-1] for c in curves[(d, m)]]))] for d in cfg.std_sets for m in STD_MODELS])
+    return sec
+
+
+EXPERIMENTS = [steps, horizon, topology, normalisation, coupling, exactness, learned, standard_sets]
 
 
 def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:

@@ -7,7 +7,8 @@ Score networks ``s_θ(X, A, t) ≈ ∇_X log p_t(X, A)`` and ``s_φ(X, A, t) ≈
   adjacency ``A_t`` as edge weights with its diagonal set to 1 (self-loops; A_t has a zero diagonal, so ``Â = A_t + I``),
   ``D̂ = diag(Â 1)`` clamped at 1 (as in PyG and GDSS); ``tanh`` and the time embedding added at every layer;
 * ``s_X = -ε̂_X(H) / √v_t`` (a per-node linear read-out, ``[B, n, F]``);
-* ``s_A = -ε̂_A / √v_t`` with ``ε̂_A[i, j] = MLP([h_i + h_j, h_i ⊙ h_j, A_t[i, j], emb(t)])``: symmetric by
+* ``s_A = -ε̂_A / √v_t`` with ``ε̂_A[i, j] = MLP([h_i + h_j, h_i ⊙ h_j, A_t[i, j], …, (A_t^K)[i, j] / n^{K-1},
+  emb(t)])`` (``K = adj_powers``, GDSS's adjacency-power channels; ``A_t²`` counts common neighbours): symmetric by
   construction, zero diagonal, ``[B, n, n]``.
 
 Every operation is node-wise or a sum over neighbours, so ``s(PX, PAPᵀ) = (P s_X, P s_A Pᵀ)`` for any permutation P.
@@ -54,12 +55,16 @@ class ScoreNetwork(nn.Module):
     """
 
     def __init__(self, *, n_features: int, sde_x: VP | VE | None = None, sde_a: VP | VE | None = None,
-                 hidden: int = 32, depth: int = 2, time_dim: int = 16) -> None:
+                 hidden: int = 32, depth: int = 2, time_dim: int = 16, adj_powers: int = 1) -> None:
         super().__init__()
+        if adj_powers < 1:
+            raise SggmError(f"adj_powers must be >= 1, got {adj_powers}")
         if n_features < 1 or hidden < 1 or depth < 1 or time_dim < 2:
             raise SggmError(f"n_features, hidden, depth must be >= 1 and time_dim >= 2, got {n_features}, {hidden}, "
                             f"{depth}, {time_dim}")
+        self.adj_powers = adj_powers
         self.config = {"n_features": n_features, "hidden": hidden, "depth": depth, "time_dim": time_dim,
+                       "adj_powers": adj_powers,
                        "sde_x": (sde_x or VP(1.0, 1.0)).to_dict(), "sde_a": (sde_a or VP(1.0, 1.0)).to_dict()}
         self.sde_x, self.sde_a = sde_x or VP(1.0, 1.0), sde_a or VP(1.0, 1.0)
         self.time_dim = time_dim
@@ -67,7 +72,7 @@ class ScoreNetwork(nn.Module):
         self.convs = nn.ModuleList(DenseGCNConv(hidden, hidden) for _ in range(depth))
         self.temb = nn.ModuleList(nn.Linear(time_dim, hidden) for _ in range(depth))
         self.out_x = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.Tanh(), nn.Linear(hidden, n_features))
-        self.out_a = nn.Sequential(nn.Linear(2 * hidden + 1 + time_dim, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+        self.out_a = nn.Sequential(nn.Linear(2 * hidden + adj_powers + time_dim, hidden), nn.Tanh(), nn.Linear(hidden, 1))
 
     def _std(self, sde, t: torch.Tensor) -> torch.Tensor:
         v = torch.as_tensor(sde.var(t.detach().cpu().double().numpy()), dtype=t.dtype, device=t.device)
@@ -91,8 +96,11 @@ class ScoreNetwork(nn.Module):
         if "a" not in heads:
             return sx, None
         hi, hj = h[:, :, None, :], h[:, None, :, :]
-        pair = torch.cat([(hi + hj).expand(b, n, n, -1), (hi * hj).expand(b, n, n, -1), A[..., None],
-                          emb[:, None, None, :].expand(b, n, n, -1)], dim=-1)  # [B, n, n, 2 hidden + 1 + time_dim]
+        powers = [A]  # GDSS's adjacency-power channels: (A_t^k)_ij / n^(k-1), k = 1 … adj_powers
+        for _ in range(self.adj_powers - 1):
+            powers.append(powers[-1] @ A / n)
+        pair = torch.cat([(hi + hj).expand(b, n, n, -1), (hi * hj).expand(b, n, n, -1), torch.stack(powers, -1),
+                          emb[:, None, None, :].expand(b, n, n, -1)], dim=-1)  # [B, n, n, 2 hidden + K + time_dim]
         eps_a = self.out_a(pair).squeeze(-1)
         eps_a = 0.5 * (eps_a + eps_a.transpose(-1, -2)) * (1.0 - torch.eye(n, dtype=X.dtype, device=X.device))
         sa = -eps_a / self._std(self.sde_a, t)[:, None, None]
@@ -217,3 +225,44 @@ def validation_loss(net: ScoreNetwork, X0: np.ndarray, A0: np.ndarray, *, genera
                 total += float(loss) * xb.shape[0]
                 count += xb.shape[0]
     return total / count
+
+
+def train_with_validation(net: ScoreNetwork, X0: np.ndarray, A0: np.ndarray, X_val: np.ndarray, A_val: np.ndarray,
+                          *, generate: str, steps: int, eval_every: int, batch_size: int = 32, lr: float = 2e-3,
+                          T: float = 1.0, t_min: float = 1e-3, seed: int = 0, patience: int = 3):
+    """:func:`train_score`'s loop (Adam, cosine decay over ``steps``) with the held-out DSM loss
+    (:func:`validation_loss`, fixed noise) measured every ``eval_every`` steps and at the end: returns the
+    :class:`icml25.train.Curve` (lower is better, stopped by the budget) used by the competence gates."""
+    from icml25.train import Curve, check_finite
+
+    if generate not in ("X", "A", "both"):
+        raise SggmError(f"generate must be 'X', 'A' or 'both', got {generate!r}")
+    if steps < 1 or eval_every < 1 or batch_size < 1 or not lr > 0:
+        raise SggmError(f"steps, eval_every, batch_size must be >= 1 and lr > 0, got {steps}, {eval_every}, "
+                        f"{batch_size}, {lr}")
+    X0t = torch.as_tensor(np.asarray(X0), dtype=torch.float32)
+    A0t = torch.as_tensor(np.asarray(A0), dtype=torch.float32)
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    curve = Curve(higher_is_better=False, patience=patience)
+
+    def evaluate(at: int) -> None:
+        net.eval()
+        curve.steps.append(at)
+        curve.values.append(validation_loss(net, X_val, A_val, generate=generate, T=T, t_min=t_min,
+                                            seed=10_007 + seed, repeats=2))
+        net.train()
+
+    for step in range(steps):
+        idx = torch.randint(0, X0t.shape[0], (batch_size,), generator=g)
+        loss = dsm_loss(net, X0t[idx], A0t[idx], generate=generate, T=T, t_min=t_min, generator=g)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        check_finite(loss, step=step)
+        if (step + 1) % eval_every == 0 or step + 1 == steps:
+            evaluate(step + 1)
+    return curve
