@@ -457,20 +457,55 @@ def test_stream_job_in_a_forked_worker_matches_inline_and_depends_on_its_seed():
     torch.set_num_threads(1)
     try:
         common.JOB.update(base=base, tok=tok, stream_cfg=cfg, cfgs={m: cfg for m in common.BASE_LABEL})
-        jobs = [(0, "lcia"), (1, "lcia")]
+        jobs = [(0, "lcia"), (1, "lcia"), (0, "oracle")]
         inline = [J.stream_job(j) for j in jobs]
         forked = fork_map(J.stream_job, jobs, 2)
     finally:
         torch.set_num_threads(threads)
         common.JOB.clear()
-    for a, b in zip(inline, forked):
+    for a, b in zip(inline[:2], forked[:2]):
         np.testing.assert_array_equal(a["acc"], b["acc"])
-        assert a["alphas"] == b["alphas"] and a["by_numel"] == b["by_numel"] and a["oracle_final"] == b["oracle_final"]
+        assert a["alphas"] == b["alphas"] and a["by_numel"] == b["by_numel"] and a["decisions"] == b["decisions"]
         np.testing.assert_array_equal(a["terms"], b["terms"])
         assert a["decisions_ok"] == 1.0 and a["routing_acc"] == 1.0
+    # the oracle at LCIA's lr trains only the retrained stage (flip, stage 2); the rest are LCIA's expand stages
+    assert inline[2]["alone"] == forked[2]["alone"] and list(inline[2]["alone"]) == [2]
+    final = J.oracle_final(inline[0], inline[2], 3)
+    assert final[2] == inline[2]["alone"][2] and final[:2] == [inline[0]["acc"][0, 0], inline[0]["acc"][1, 1]]
     # control: the job depends on its seed
     assert inline[0]["alphas"] != inline[1]["alphas"] or not np.array_equal(inline[0]["terms"], inline[1]["terms"])
     from icml25.errors import UserInputError
 
     with pytest.raises(UserInputError, match="workers"):
         Config(workers=0)
+
+
+def test_oracle_stage_is_lcias_expand_stage_and_runs_every_stage_at_another_lr():
+    """The reuse behind the oracle reference: a fresh adapter trained on stage j alone (same init and batch seeds)
+    ends with bitwise the tensors of LCIA's expand adapter for stage j; at another lr every stage is trained."""
+    from dataclasses import replace as dc_replace
+
+    from lcia.config import BUDGETS
+    from lcia.continual import ContinualLearner, run_stream, tiny_base
+    from lcia.data import default_stream, designed_truth
+    from lcia.reproduce.jobs import oracle_tasks
+
+    cfg = dc_replace(BUDGETS.smoke, steps=3)
+    base, tok = tiny_base(cfg)
+    tasks = default_stream(cfg.n_train, seed=0, n_eval=cfg.n_eval, tasks=cfg.tasks)
+    r = run_stream(base, tok, tasks, cfg, method="lcia", seed=0)
+    lcia = dict(r["learner"].model.named_parameters())
+    alone = ContinualLearner(base, tok, cfg, "sequential", seed=0)
+    alone.learn(tasks[1], 1)  # 'sort', stage 1: group 2, never retrained
+    own = {n: p for n, p in alone.model.named_parameters() if p.requires_grad}
+    assert own
+    for n, p in own.items():
+        torch.testing.assert_close(lcia[n.replace(".default.", ".group2.")], p, rtol=0, atol=0)
+    # control: stage 0's adapter (group 1) was retrained on flip, so it no longer equals a fresh stage-0 run
+    first = ContinualLearner(base, tok, cfg, "sequential", seed=0)
+    first.learn(tasks[0], 0)
+    assert any(not torch.equal(lcia[n.replace(".default.", ".group1.")], p)
+               for n, p in first.model.named_parameters() if p.requires_grad)
+    decisions = designed_truth(cfg.tasks)[1]
+    assert oracle_tasks(cfg, cfg, decisions) == [2]
+    assert oracle_tasks(cfg, dc_replace(cfg, lr=cfg.lr * 2), decisions) == [0, 1, 2]

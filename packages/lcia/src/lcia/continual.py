@@ -186,7 +186,8 @@ class TaskTrainer:
         self.dev = self.params[0].device  # batches go where the trainable tensors are
 
     def step(self, _i: int = 0) -> float:
-        self.model.train()
+        if not self.model.training:  # walking every module costs ~7 % of a tiny model's step: only when needed
+            self.model.train()
         self.opt.zero_grad(set_to_none=True)
         total = 0.0
         for _ in range(self.grad_accum):
@@ -213,8 +214,7 @@ class TaskTrainer:
         if self.dema is not None:
             self.dema.update()
         self.losses.append(total)
-        self.model.eval()
-        return total
+        return total  # the model stays in train mode (no dropout here); train_steps and evaluation set eval mode
 
 
 def train_steps(model: Any, tokenizer: Any, examples: Sequence[Example], *, steps: int, lr: float, batch_size: int,

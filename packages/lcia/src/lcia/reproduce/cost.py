@@ -22,7 +22,7 @@ def cost(cfg: Config, seeds: list[int], out: Path) -> Section:
     base, tok = tiny_base(cfg)
     steps = max(5, min(cfg.steps, 20))
     ratios, extra, expected = [], [], []
-    for s in seeds[:3]:
+    for s in seeds[:cfg.cost_seeds]:
         task = make_task(cfg.tasks[0], cfg.n_train, seed=s, n_eval=4)
         times = {}
         for use in (False, True, False, True):  # interleaved, the second pair kept
