@@ -117,7 +117,7 @@ def test_lr_selection_is_alike_picks_the_best_validation_accuracy_skips_diverged
         return {"lr": lr, "params": dict(params), "seed": seed, "target": score, "val": score, "val_token": 0.0,
                 "source": 0.0, "source_token": 0.0, "retention": 0.0, "retention_token": 0.0, "state_floats": 2,
                 "trainable": 1, "bytes": 1, "step_s": 0.1, "losses": [1.0], "mask_updates": 0,
-                "filter_rank": filter_rank or cfg.filter_rank}
+                "filter_rank": filter_rank or cfg.filter_rank, "curve": {"steps": [], "values": []}}
 
     monkeypatch.setattr(R, "_one_run", fake_run)
     monkeypatch.setattr(R, "_setup", lambda cfg: {"base": nn.Sequential(nn.Linear(4, 3)), "tok": None, "evals": {},
@@ -165,15 +165,15 @@ def test_lift_filter_rank_is_chosen_on_validation_not_on_test(monkeypatch):
         return {"lr": params["lr"], "params": dict(params), "seed": seed, "target": test - off, "val": val - off,
                 "val_token": 0.0, "source": 0.0, "source_token": 0.0, "retention": 0.0, "retention_token": 0.0,
                 "state_floats": 2, "trainable": 1, "bytes": 1, "step_s": 0.1, "losses": [1.0], "mask_updates": 0,
-                "filter_rank": rf}
+                "filter_rank": rf, "curve": {"steps": [], "values": []}}
 
     calls = []
     monkeypatch.setattr(R, "_one_run", lambda *a, **k: calls.append(k.get("filter_rank")) or fake_run(*a, **k))
     monkeypatch.setattr(R, "_setup", lambda cfg: {"base": nn.Sequential(nn.Linear(16, 16)), "tok": None, "evals": {},
                                                   "befores": {"source": 1.0, "source_token": 1.0, "target": 0.0,
                                                               "source_generated": 1.0}})
-    monkeypatch.setattr(R, "LR_CENTRES", {"lift": 3e-3, "lora": 3e-3})
-    cfg = replace(BUDGETS.smoke, methods=("lift", "lora"), lr_grid=(1 / 3, 1.0, 3.0), extend=0,
+    monkeypatch.setattr(R, "LR_CENTRES", {"lift": 3e-3, "lora": 3e-3, "lift_smallest": 3e-3})
+    cfg = replace(BUDGETS.smoke, methods=("lift", "lora", "lift_smallest"), lr_grid=(1 / 3, 1.0, 3.0), extend=0,
                   update_intervals=(10, 30), lora_alphas=(1.0, 2.0), filter_rank=8, filter_ranks=(1, 2, 4, 16),
                   workers=1)
     res = R.run_methods(cfg, [0, 1], progress=False)
@@ -184,6 +184,10 @@ def test_lift_filter_rank_is_chosen_on_validation_not_on_test(monkeypatch):
     assert res["methods"]["lift"]["params"][0] == res["selections"]["lift"].params  # lr, T tuned at the preset
     assert all(r["filter_rank"] == 8 for r in res["grid"]["lift"])  # the tuning grid stays at the preset r_f
     assert 16 not in calls
+    # the released selection (LIFT-smallest) gets the same r_f choice, tuned alike (its own validation scores)
+    assert res["filter_ranks"] == {"lift": 2, "lift_smallest": 8}  # fake: every r_f scores 0.5 -> the preset
+    assert res["methods"]["lift_smallest"]["filter_rank"] == [8, 8]
+    assert res["methods"]["lora"]["filter_rank"] == [8, 8]  # LoRA has no r_f: the preset passes through
     # negative control: no candidates -> the preset r_f, no selection table
     res0 = R.run_methods(replace(cfg, filter_ranks=()), [0, 1], progress=False)
     assert res0["filter_rank"] == 8 and "rf_select" not in res0
@@ -200,9 +204,13 @@ def test_tuning_grids_have_the_same_size_for_every_method():
             assert len({grid_size(R.tuning_grid(m, cfg)) for m in cfg.methods}) == 1
             assert "lift" in cfg.methods and "full_ft" in cfg.methods
     full = BUDGETS.full
-    assert full.seeds >= 5 and BUDGETS.quick.seeds == 3 and TASK_BUDGETS["sub"].full.seeds >= 5
+    assert full.seeds >= 5 and BUDGETS.quick.seeds == 3 and TASK_BUDGETS["mul"].full.seeds >= 5
     assert len(full.lr_grid) >= 3 and full.extend >= 1  # bracketed: an interior optimum
-    assert set(full.sweep_ranks) >= {1, 2, 4, 8, 16, 32, 0}
+    assert set(full.sweep_ranks) >= {1, 16, 0}  # plus the comparison's r_f (chosen on validation)
+    # the methods, tuned alike: the released smallest selection and the static SHiRA baseline included
+    assert set(full.methods) >= {"full_ft", "lora", "lift", "lift_smallest", "lift_static", "magnitude", "random"}
+    # the harder target (multiplication) sub-run keeps the rank-reduction comparison (LIFT vs magnitude)
+    assert TASK_BUDGETS["mul"].full.target_task == "mul" and "magnitude" in TASK_BUDGETS["mul"].full.methods
     assert set(full.filter_ranks) >= {1, 8, 32}  # the main LIFT row's r_f is chosen on validation
     assert 0.0 < full.warmup_ratio < 1.0 and full.warmup_ratio == BUDGETS.quick.warmup_ratio  # one schedule
     # LoRA's rank is fixed by the equal trainable count (r = r_b); its alpha is tuned with the lr, as LIFT's interval

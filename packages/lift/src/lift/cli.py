@@ -1,4 +1,4 @@
-"""Command line of lift: ``lift train``, ``lift evaluate``, ``lift reproduce [--quick] [--task main|sub]``.
+"""Command line of lift: ``lift train``, ``lift evaluate``, ``lift reproduce [--quick] [--task main|mul]``.
 
 ``--model`` is ``tiny`` (the offline tiny Llama pretrained on 2-digit addition, cached), a local
 ``save_pretrained`` folder, or a Hugging Face model id (needs the network).
@@ -198,9 +198,10 @@ def evaluate(cfg: EvaluateConfig) -> int:
 class LiftReproduceOptions(ReproduceOptions):
     """Run LIFT and its baselines side by side and measure the paper's claims."""
 
-    task: Literal["main", "sub"] = "main"
-    """main: multiplication target, methods tuned alike, rank sweep, memory (the committed full run); sub: 2-digit
-    subtraction target (a task the tiny model learns: 200 steps), Full FT / LoRA / LIFT tuned alike, 5 seeds."""
+    task: Literal["main", "mul"] = "main"
+    """main: the committed full run (full: 2-digit subtraction target, 7 methods tuned alike with competence gates,
+    rank sweep, memory; --quick/--smoke: multiplication, a plumbing check); mul: the harder target, 2-digit x
+    1-digit multiplication in 400 steps, Full FT / LoRA / LIFT / magnitude tuned alike, 5 seeds."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

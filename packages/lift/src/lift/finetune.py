@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +172,8 @@ def live_training_bytes(model: nn.Module, optimizer: torch.optim.Optimizer) -> d
 
 def finetune(model: Any, tokenizer: Any, examples: Sequence[Any], *, optimizer: torch.optim.Optimizer, steps: int,
              batch_size: int = 64, grad_accum: int = 1, warmup_ratio: float = 0.03, seed: int = 0,
-             progress: bool = False, desc: str = "finetune", rank: int = 0, world_size: int = 1) -> dict[str, Any]:
+             progress: bool = False, desc: str = "finetune", rank: int = 0, world_size: int = 1,
+             eval_fn: Callable[[], float] | None = None, eval_every: int = 0) -> dict[str, Any]:
     """``steps`` optimizer steps of SFT on ``examples`` (``Example(prompt, answer)``), ``grad_accum`` micro-batches
     of ``batch_size`` each; linear LR decay with ``warmup_ratio`` warm-up.
 
@@ -181,8 +182,13 @@ def finetune(model: Any, tokenizer: Any, examples: Sequence[Any], *, optimizer: 
     ``r`` trains on the ``r``-th, so the global batch of a step is ``grad_accum * world_size`` micro-batches, the
     same as one process with ``grad_accum * world_size`` accumulation steps (the losses returned are this rank's).
 
+    ``eval_fn`` (a validation score of the model, e.g. exact match on a held-out split) is called in eval mode
+    every ``eval_every`` optimizer steps and after the last one (not counted in the step times); its values form
+    the validation curve ``"curve": {"steps": [...], "values": [...]}`` (empty without ``eval_fn``), the evidence
+    of the competence gates' plateau check (:func:`icml25.train.plateau_check`).
+
     Returns ``{"losses": [per optimizer step], "seconds": training wall time, "step_seconds": median step time,
-    "memory": live_training_bytes after the last backward, "peak_cuda_bytes": or None}``.
+    "memory": live_training_bytes after the last backward, "peak_cuda_bytes": or None, "curve": ...}``.
     """
     from icml25.testbeds.lm import encode_examples
     from icml25.train import batch_stream, check_finite
@@ -196,6 +202,11 @@ def finetune(model: Any, tokenizer: Any, examples: Sequence[Any], *, optimizer: 
             raise LiftConfigError(f"{fname} must be an int >= {low}; got {value!r}")
     if not 0.0 <= warmup_ratio < 1.0:
         raise LiftConfigError(f"warmup_ratio must be in [0, 1); got {warmup_ratio!r}")
+    if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 0:
+        raise LiftConfigError(f"eval_every must be an int >= 0; got {eval_every!r}")
+    if eval_fn is not None and eval_every < 1:
+        raise LiftConfigError(f"eval_every must be >= 1 when eval_fn is given; got {eval_every!r}")
+    curve: dict[str, list[Any]] = {"steps": [], "values": []}
     limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
     data = encode_examples(tokenizer, examples, max_length=limit)  # input_ids/attention_mask/labels (N, T)
     lengths = data["attention_mask"].sum(1)
@@ -236,6 +247,12 @@ def finetune(model: Any, tokenizer: Any, examples: Sequence[Any], *, optimizer: 
         step_times.append(time.perf_counter() - t0)
         losses.append(check_finite(total, step=step))  # TrainingDivergedError (a FloatingPointError) on NaN/inf
         steps_bar.set_postfix(loss=f"{total:.3f}")
+        if eval_fn is not None and ((step + 1) % eval_every == 0 or step == steps - 1):
+            model.eval()
+            with torch.no_grad():
+                curve["steps"].append(step + 1)
+                curve["values"].append(float(eval_fn()))
+            model.train()
     seconds = time.perf_counter() - t_start
     steps_bar.close()
     model.eval()
@@ -248,6 +265,7 @@ def finetune(model: Any, tokenizer: Any, examples: Sequence[Any], *, optimizer: 
         "mean_step_seconds": seconds / steps,
         "memory": memory,
         "peak_cuda_bytes": int(torch.cuda.max_memory_allocated(device)) if cuda else None,
+        "curve": curve,
     }
 
 

@@ -135,8 +135,11 @@ def _one_run(method: str, params: dict[str, Any], seed: int, cfg: Config, env: d
                         update_interval=int(round(params.get("update_interval", cfg.update_interval))), eps=cfg.eps,
                         seed=seed, lrs={method: lr}, lora_alpha=params.get("lora_alpha"))
     su = setup_method(method, copy.deepcopy(env["base"]), mcfg)
+    # the validation curve (exact match on the validation split every cfg.curve_every steps): the gates' evidence
+    val_curve = (lambda: answer_scores(su.model, tok, val)["exact"]) if cfg.curve_every > 0 and val else None
     res = finetune(su.model, tok, train, optimizer=su.optimizer, steps=cfg.steps, batch_size=cfg.batch_size,
-                   warmup_ratio=cfg.warmup_ratio, seed=seed, progress=progress, desc=f"{method} lr {lr:.2g} seed {seed}")
+                   warmup_ratio=cfg.warmup_ratio, seed=seed, progress=progress, desc=f"{method} lr {lr:.2g} seed {seed}",
+                   eval_fn=val_curve, eval_every=cfg.curve_every if val_curve is not None else 0)
     src = answer_scores(su.model, tok, evals["source"])
     rec = {
         "lr": lr, "params": dict(params), "seed": seed, "filter_rank": mcfg.filter_rank,
@@ -147,7 +150,7 @@ def _one_run(method: str, params: dict[str, Any], seed: int, cfg: Config, env: d
         "retention_token": src["token"] / befores["source_token"] if befores["source_token"] > 0 else 0.0,
         "state_floats": state_floats(su.optimizer), "trainable": trainable_count(su),
         "bytes": res["memory"]["total"], "step_s": res["step_seconds"], "losses": res["losses"],
-        "mask_updates": len(getattr(su.optimizer, "mask_update_steps", [])),
+        "mask_updates": len(getattr(su.optimizer, "mask_update_steps", [])), "curve": res["curve"],
     }
     if with_val:
         v = answer_scores(su.model, tok, val)
@@ -184,6 +187,9 @@ def run_many(jobs: list[dict[str, Any]], cfg: Config) -> list[dict[str, Any]]:
     finally:
         torch.set_num_threads(threads)
 
+
+RF_METHODS = ("lift", "lift_smallest")
+"""Methods whose filter rank r_f is chosen on validation (first seed, at their tuned lr and mask interval)."""
 
 CURVE_METHODS = ("full_ft", "lora", "lift")
 """Methods whose lr curve is run on every seed (retention at matched target accuracy, per seed)."""
@@ -233,7 +239,7 @@ def run_methods(cfg: Config, seeds: list[int], *, progress: bool = True) -> dict
                            "source_generated_before": befores["source_generated"],
                            "target_before": befores["target"], "methods": {}, "grid": {}, "selections": {}}
     keys = ("target", "source", "source_token", "retention", "retention_token", "state_floats", "trainable",
-            "bytes", "step_s", "losses", "mask_updates", "lr", "params", "seed", "filter_rank")
+            "bytes", "step_s", "losses", "mask_updates", "lr", "params", "seed", "filter_rank", "curve")
     first, rest = seeds[0], seeds[1:]
     grids = {m: tuning_grid(m, cfg) for m in cfg.methods}
     done: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -282,22 +288,27 @@ def run_methods(cfg: Config, seeds: list[int], *, progress: bool = True) -> dict
     shapes = [tuple(w.shape) for _, w in select_linear_weights(env["base"])]
     # LIFT's filter rank: chosen on the validation split (first seed) at LIFT's tuned lr and mask interval, from
     # cfg.filter_ranks below min(m, n) (r_f >= min(m, n) is the magnitude mask, a baseline of its own)
+    # (the same for LIFT-smallest, the released selection, so that largest and smallest are tuned alike)
     out["filter_rank"] = cfg.filter_rank
-    if "lift" in cfg.methods and cfg.filter_ranks:
-        min_dim = min(min(sh) for sh in shapes)
-        cands = sorted({int(r) for r in cfg.filter_ranks if 1 <= r < min_dim} | {cfg.filter_rank})
-        compute([("lift", chosen["lift"], r) for r in cands if r != cfg.filter_rank])
-        rf_recs = {r: done[store("lift", chosen["lift"], r)] for r in cands}
+    out["filter_ranks"] = {}
+    rf_methods = [m for m in RF_METHODS if m in cfg.methods] if cfg.filter_ranks else []
+    min_dim = min(min(sh) for sh in shapes)
+    cands = sorted({int(r) for r in cfg.filter_ranks if 1 <= r < min_dim} | {cfg.filter_rank})
+    compute([(m, chosen[m], r) for m in rf_methods for r in cands if r != cfg.filter_rank])
+    for m in rf_methods:
+        rf_recs = {r: done[store(m, chosen[m], r)] for r in cands}
 
-        def rf_score(r: int) -> float:
-            rec = rf_recs[r]
+        def rf_score(rec: dict[str, Any]) -> float:
             return float("-inf") if rec.get("diverged") else rec["val"] + TIE_BREAK * rec["val_token"]
 
         # ties: the preset r_f, then the smaller r_f
-        rf["lift"] = max(cands, key=lambda r: (rf_score(r), r == cfg.filter_rank, -r))
-        out["filter_rank"] = rf["lift"]
-        out["rf_select"] = [{"filter_rank": r, **{k: v for k, v in rec.items() if k != "losses"}}
-                            for r, rec in rf_recs.items()]
+        rf[m] = max(cands, key=lambda r, recs_=rf_recs: (rf_score(recs_[r]), r == cfg.filter_rank, -r))
+        out["filter_ranks"][m] = rf[m]
+        sel = [{"filter_rank": r, **{k: v for k, v in rec.items() if k != "losses"}} for r, rec in rf_recs.items()]
+        if m == "lift":
+            out["filter_rank"], out["rf_select"] = rf[m], sel
+        else:
+            out.setdefault("rf_select_other", {})[m] = sel
     recs = run_many([{"method": m, "params": chosen[m], "seed": s, "filter_rank": rf[m]}
                      for m in cfg.methods for s in rest], cfg)
     # per-seed lr curves (chosen lr x cfg.curve_lrs, at the chosen second knob) for the matched-retention claims
@@ -404,6 +415,58 @@ _PAPERS = {
 }
 
 
+def val_curves(runs: list[dict[str, Any]], cfg: Config) -> list[Any]:
+    """The validation curves (:class:`icml25.train.Curve`, one per seed) of ``runs``; ``[]`` without curves."""
+    from icml25.train import Curve
+
+    return [Curve(steps=list(r["curve"]["steps"]), values=list(r["curve"]["values"]), min_delta=cfg.plateau_delta)
+            for r in runs if r.get("curve") and r["curve"]["steps"]]
+
+
+def gate_name(method: str, task: str) -> str:
+    """The claim text of ``method``'s competence gate on ``task``."""
+    return f"{method} learned the target task ({task}): validation plateaued, beats the prior model"
+
+
+def method_gates(sec: Section, M: dict[str, dict[str, list[Any]]], cfg: Config, target_before: float, *,
+                 scale: str = "") -> dict[str, str]:
+    """One gate claim per method of ``M`` (per-seed lists with ``target`` and ``curve``): its validation curves
+    plateaued (:func:`icml25.train.plateau_check`, last 3 evaluations) and its held-out exact match beats the
+    prior model's (no fine-tuning) by more than ``cfg.gate_margin``. Returns ``{method: gate claim text}``."""
+    out = {}
+    for name, r in M.items():
+        runs = [{"curve": cv} for cv in r.get("curve", [])]
+        curves = val_curves(runs, cfg)
+        g = sec.add(Claim.gate(
+            claim=gate_name(name, cfg.target_task),
+            metric=f"{cfg.target_task} exact match (held-out operands); validation exact match every "
+                   f"{cfg.curve_every} steps",
+            ours=[float(v) for v in r["target"]], controls={"prior model (no fine-tuning)": float(target_before)},
+            curves=curves or None, margin=cfg.gate_margin,
+            note=f"margin {cfg.gate_margin:g} over the prior model; plateau: best validation exact match rose by at "
+                 f"most max({cfg.plateau_delta:g}, seed sd of the bests) over the last 3 evaluations"
+                 + (f"; {scale}" if scale else "")))
+        out[name] = g.claim
+    return out
+
+
+def retention_gate(sec: Section, M: dict[str, dict[str, list[Any]]], cfg: Config, source_before: float) -> str:
+    """The gate of the retention claims: on each seed some method keeps source exact match above
+    ``cfg.retention_floor`` after fine-tuning (if every method erases the source skill, comparing what is left
+    says nothing about retention). Returns the gate's claim text."""
+    names = list(M)
+    n = len(M[names[0]]["source"])
+    best = [max(float(M[m]["source"][i]) for m in names) for i in range(n)]
+    who = [max(names, key=lambda m: float(M[m]["source"][i])) for i in range(n)]
+    g = sec.add(Claim.gate(
+        claim=f"the source skill ({SOURCE_TASK}) survives fine-tuning in at least one method",
+        metric=f"{SOURCE_TASK} exact match after fine-tuning, best method on each seed",
+        ours=best, controls={"source skill erased": 0.0}, margin=cfg.retention_floor,
+        note=f"source exact match before fine-tuning {source_before:.3f}; best method per seed: "
+             + ", ".join(who) + f"; floor {cfg.retention_floor:g}"))
+    return g.claim
+
+
 def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
     """Every method tuned alike, then every seed: target accuracy, retention (also at matched accuracy), counts."""
     sec = Section("compare")
@@ -429,11 +492,13 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
     chosen = {m: dict(sels[m].params) for m in M}
     rf = int(res["filter_rank"])
     rf_how = (f"r_f={rf} chosen on validation from {{" + ", ".join(str(x["filter_rank"]) for x in res["rf_select"])
-              + f"}} at LIFT's lr and T tuned at r_f={cfg.filter_rank}") if res.get("rf_select") else \
-        f"r_f={cfg.filter_rank} (preset)"
+              + f"}} at LIFT's lr and T tuned at r_f={cfg.filter_rank}"
+              + "".join(f" (likewise {m_}: r_f={v_})" for m_, v_ in res["filter_ranks"].items() if m_ != "lift")
+              ) if res.get("rf_select") else f"r_f={cfg.filter_rank} (preset)"
 
     def knobs(m: str) -> str:
-        kn = {**chosen[m], **({"filter_rank": rf} if m == "lift" else {})}
+        kn = {**chosen[m], **({"filter_rank": res["filter_ranks"].get(m, cfg.filter_rank)}
+                              if m in RF_METHODS else {})}
         return ", ".join(f"{k_}={v:.3g}" if isinstance(v, float) else f"{k_}={v}" for k_, v in kn.items())
 
     scale = (f"tiny Llama (hidden {cfg.hidden_size}, {cfg.num_layers} layers), {cfg.steps} steps batch "
@@ -443,20 +508,16 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
     def tuning_note(*names: str) -> str:
         return "; ".join(sels[n].note() for n in names if n in sels)
 
-    if "full_ft" in M:
-        sec.add(Claim.threshold(
-            claim=f"Full FT clearly beats the prior on the target task ({task}): held-out exact match >= 0.5",
-            metric=f"{task} exact match (held-out operands), Full FT at its tuned lr",
-            ours=c("full_ft", "target"), threshold=0.5, kind="target",
-            paper="precondition of the comparison: the target task is learned (the paper's SFT raises accuracy "
-                  "far above the base model's)",
-            note=f"base model before fine-tuning: {res['target_before']:.3f}; below 0.5 the methods are compared "
-                 f"near the trivial cases and differences are noise; {scale}"))
+    # --- competence gates: every method learned the target (validation plateaued, beats the prior model), and
+    # the source skill survives in at least one method before retention is compared
+    gates = method_gates(sec, M, cfg, res["target_before"], scale=scale)
+    ret_gate = retention_gate(sec, M, cfg, res["source_before"])
+    _CACHE["gates"] = {**gates, "_retention": ret_gate}
     for other in (m for m in M if m != "lift"):
         sec.add(Claim.compare(
             claim=f"LIFT beats {other} on target accuracy", metric=f"{task} exact match (held-out operands)",
             ours=c("lift", "target"), baseline=c(other, "target"), baseline_name=other, kind="paper",
-            paired=True, paper=_PAPERS.get(other, _PAPERS["gradient"]),
+            paired=True, paper=_PAPERS.get(other, _PAPERS["gradient"]), gates=[gates["lift"], gates[other]],
             note=f"{scale}; {tuning_note('lift', other)}"))
     for key, metric, extra in (
         ("retention", f"{SOURCE_TASK} exact match after / before fine-tuning",
@@ -473,7 +534,8 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
                                                                             else ""),
                 metric=metric, ours=c("lift", key), baseline=c(other, key), baseline_name=other, kind="paper",
                 paired=True, paper="up to 20% more source-domain knowledge retained than Full FT and LoRA (paper "
-                                   "abstract, Sec. 5)", note=f"{extra}; {scale}; {tuning_note('lift', other)}"))
+                                   "abstract, Sec. 5)", gates=[gates["lift"], gates[other], ret_gate],
+                note=f"{extra}; {scale}; {tuning_note('lift', other)}"))
     # --- retention at matched target accuracy (along each method's lr curve, first seed)
     grid = res["grid"]
     # each method's lr curve at its chosen second knob (LoRA alpha / mask interval)
@@ -506,7 +568,7 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
                     ours=[per["lift"][i] for i in ok], baseline=[per[other][i] for i in ok], baseline_name=other,
                     kind="paper", paired=True,
                     paper="LIFT keeps more source knowledge at the same target accuracy (paper Sec. 5, trade-off "
-                          "figure)",
+                          "figure)", gates=[gates["lift"], gates[other], ret_gate],
                     note="per-seed lr curves (chosen lr x {" + ", ".join(f"{f:.3g}" for f in cfg.curve_lrs) +
                          "}); matched levels per seed: " + ", ".join(f"{v:.3f}" for v in levels) + f"; {scale}"))
         else:
@@ -518,7 +580,7 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
                                "(interpolated along the lr curve)",
                         ours=[at["lift"]], baseline=[at[other]], baseline_name=other, kind="paper",
                         paper="LIFT keeps more source knowledge at the same target accuracy (paper Sec. 5, "
-                              "trade-off figure)",
+                              "trade-off figure)", gates=[gates["lift"], gates[other], ret_gate],
                         note="one value per method (lr curves on the first seed only): no statistical verdict; "
                              "level = the highest target accuracy every method reaches on its lr curve (at its "
                              f"chosen second knob); {scale}"))
@@ -571,16 +633,18 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
     from icml25.tuning import selections_table
 
     sec.table("tuned alike (icml25.tuning, validation split, first seed)", *selections_table(sels))
-    if res.get("rf_select"):
-        lift_knobs = ", ".join(f"{k_}={v:.3g}" if isinstance(v, float) else f"{k_}={v}"
-                               for k_, v in chosen["lift"].items())
-        sec.table(f"LIFT's filter rank r_f chosen on validation (first seed, at LIFT's {lift_knobs}, tuned at "
+    for m, sel_rf in ([("lift", res["rf_select"])] if res.get("rf_select") else []) + list(
+            res.get("rf_select_other", {}).items()):
+        m_rf = res["filter_ranks"][m]
+        m_knobs = ", ".join(f"{k_}={v:.3g}" if isinstance(v, float) else f"{k_}={v}" for k_, v in chosen[m].items())
+        sec.table(f"{m}: filter rank r_f chosen on validation (first seed, at its {m_knobs}, tuned at "
                   f"r_f={cfg.filter_rank}; the test column is for reading, not for choosing)",
                   ["r_f", "val acc", "val token acc", "test acc", "retention (tokens)", "chosen"],
                   [[x["filter_rank"]] + (["diverged"] * 4 if x.get("diverged") else
                                          [round(x["val"], 3), round(x["val_token"], 3), round(x["target"], 3),
-                                          round(x["retention_token"], 3)]) + ["yes" if x["filter_rank"] == rf else ""]
-                   for x in res["rf_select"]])
+                                          round(x["retention_token"], 3)]) + ["yes" if x["filter_rank"] == m_rf
+                                                                              else ""]
+                   for x in sel_rf])
     if tuning:
         grows = []
         for name, runs in grid.items():
@@ -628,7 +692,7 @@ def compare(cfg: Config, seeds: list[int], out: Path) -> Section:
 def rank_sweep(cfg: Config, seeds: list[int], out: Path) -> Section:
     """LIFT's filter rank r_f swept at fixed k (budget r_b) on every seed, at LIFT's tuned knobs (lr, mask interval)."""
     sec = Section("rank sweep")
-    _setup(cfg)
+    env = _setup(cfg)
     comp = _CACHE.get("compare")
     tuned = comp is not None and "lift" in comp["methods"]
     lift_params = dict(comp["methods"]["lift"]["params"][0]) if tuned else {"lr": LR_CENTRES["lift"]}
@@ -638,13 +702,14 @@ def rank_sweep(cfg: Config, seeds: list[int], out: Path) -> Section:
     seed0 = {int(x["filter_rank"]): x for x in comp.get("rf_select", [])} if tuned else {}
     runs: dict[str, list[dict[str, Any]]] = {}
     todo: list[tuple[str, int]] = []
-    for r in cfg.sweep_ranks:
+    ranks = sorted({int(r) for r in cfg.sweep_ranks if r} | {chosen_rf}) + [0] * (0 in cfg.sweep_ranks)
+    for r in ranks:
         label = "full" if r == 0 or r >= min_dim else str(r)
         if label in runs or label in dict(todo):
             continue
         if tuned and r == chosen_rf:  # the comparison's LIFT runs (same knobs)
             M = comp["methods"]["lift"]
-            runs[label] = [{k: M[k][i] for k in ("target", "retention_token", "retention")}
+            runs[label] = [{k: M[k][i] for k in ("target", "retention_token", "retention", "curve")}
                            for i in range(len(seeds))]
             continue
         todo.append((label, r))
@@ -663,7 +728,7 @@ def rank_sweep(cfg: Config, seeds: list[int], out: Path) -> Section:
         if any(x.get("diverged") for x in got):
             raise FloatingPointError(f"rank sweep r_f={label} diverged at LIFT's tuned knobs {lift_params}")
         runs[label] = got
-    order = {str(r) if r else "full": i for i, r in enumerate(cfg.sweep_ranks)}
+    order = {str(r) if r else "full": i for i, r in enumerate(ranks)}
     runs = dict(sorted(runs.items(), key=lambda kv: order.get(kv[0], len(order))))
     labels = list(runs)
     rows = []
@@ -679,13 +744,20 @@ def rank_sweep(cfg: Config, seeds: list[int], out: Path) -> Section:
            "{" + ", ".join(str(r) for r in sorted(seed0)) + "}" if seed0 else
            f"r_f={small} is the comparison's pre-set r_f (not picked from the sweep)")
     if small in runs and "full" in runs:
+        # gates: the small-r_f runs are the comparison's LIFT runs (its gate); full rank is run here at LIFT's knobs
+        cg = _CACHE.get("gates", {})
+        full_gate = method_gates(sec, {"full rank (magnitude mask at LIFT's knobs)": {
+            "target": [x["target"] for x in runs["full"]], "curve": [x.get("curve") for x in runs["full"]]}},
+            cfg, env["befores"]["target"])
+        acc_gates = [g for g in (cg.get("lift"),) if g] + list(full_gate.values())
+        ret_gates = acc_gates + [g for g in (cg.get("_retention"),) if g]
         sec.add(Claim.compare(
             claim=f"a small filter rank (r_f={small}) beats full rank (magnitude) on target accuracy",
             metric=f"{cfg.target_task} exact match (held-out operands)",
             ours=[x["target"] for x in runs[small]], baseline=[x["target"] for x in runs["full"]],
             baseline_name="r_f = full rank", kind="paper", paired=True,
             paper="principal weights emerge after rank reduction: the top-k of a low-rank approximation beat the "
-                  "top-k of W itself (paper title, Sec. 3)",
+                  "top-k of W itself (paper title, Sec. 3)", gates=acc_gates,
             note=f"{how}; every r_f at LIFT's tuned "
                  f"knobs {knob_s} (one setting for the sweep, not tuned per r_f), {cfg.steps} steps, "
                  f"{len(seeds)} seeds paired"))
@@ -693,7 +765,7 @@ def rank_sweep(cfg: Config, seeds: list[int], out: Path) -> Section:
             claim=f"a small filter rank (r_f={small}) retains more source knowledge than full rank",
             metric=f"{SOURCE_TASK} answer-token retention", ours=[x["retention_token"] for x in runs[small]],
             baseline=[x["retention_token"] for x in runs["full"]], baseline_name="r_f = full rank", kind="paper",
-            paired=True, paper="rank reduction is what makes principal weights good (paper Sec. 3)",
+            paired=True, paper="rank reduction is what makes principal weights good (paper Sec. 3)", gates=ret_gates,
             note=f"same runs as the accuracy claim; {knob_s}"))
     from icml25.plots import save_figure
     from matplotlib.figure import Figure
