@@ -223,3 +223,65 @@ def test_cli_linear_attention_and_relation_scenes(tmp_path):
                        "--quiet"])
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in (data / "train").iterdir()) == ["above", "below", "left", "right"]
+
+
+def test_evaluate_refuses_an_image_folder_with_other_classes(tmp_path):
+    """`evaluate --data` checks the folder's class list against the one the run was trained on (issue 61)."""
+    import shutil
+
+    data = tmp_path / "scenes"
+    assert run_cli(main, ["make-images", "--n-train", "12", "--n-test", "8", "--out", str(data), "--quiet"]).returncode == 0
+    out = tmp_path / "run"
+    r = run_cli(main, ["train", "--data", str(data), "--pe", "cayley", "--epochs", "1", "--dim", "8", "--heads", "2",
+                       "--depth", "1", "--out", str(out), "--quiet"])
+    assert r.returncode == 0, r.stderr
+    other = tmp_path / "other"
+    shutil.copytree(data / "test", other / "test")
+    (other / "test" / "cross").rename(other / "test" / "star")  # same number of classes, one name differs
+    r = run_cli(main, ["evaluate", "--run", str(out), "--data", str(other), "--out", str(tmp_path / "ev")])
+    assert r.returncode == 2 and "class" in r.stderr and "star" in r.stderr and not (tmp_path / "ev").exists()
+    shutil.rmtree(other / "test" / "star")  # a class missing
+    r = run_cli(main, ["evaluate", "--run", str(out), "--data", str(other), "--out", str(tmp_path / "ev")])
+    assert r.returncode == 2 and "class" in r.stderr
+
+
+def test_streaming_image_dataset_matches_the_in_memory_loader(tmp_path):
+    from string_pe.cli import _image_batches
+    from string_pe.images import (
+        image_folder_dataset,
+        load_image_folder_rgbd,
+        render_scenes,
+        write_image_folder,
+    )
+    from string_pe.train import TrainSettings, fit, fit_batches
+
+    x, d, y = render_scenes(10, size=16, seed=3)
+    write_image_folder(tmp_path / "f", x, d, y)
+    ds = image_folder_dataset(tmp_path / "f", depth=True)
+    assert not any(isinstance(v, torch.Tensor) for v in vars(ds).values())  # only the file list is held
+    xs, ds_, ys, classes = load_image_folder_rgbd(tmp_path / "f", depth=True)
+    item, label = ds[0]
+    assert item.shape == (4, 16, 16) and torch.equal(item[:3], xs[0]) and torch.equal(item[3:], ds_[0])
+    assert label == ys[0] and classes == list(ds.classes)
+    batches, steps = _image_batches(ds, "rgbd-channel", batch_size=4)
+    got = list(batches())
+    assert steps == 3 and [b[1].shape[0] for b in got] == [4, 4, 2]
+    assert torch.equal(got[0][0][0], torch.cat([xs[:4] - 0.5, ds_[:4] - 0.5], dim=1))
+    # fit() is fit_batches() over a seeded in-memory permutation: the same stream gives the same model
+    s = TrainSettings(epochs=2, batch_size=4, lr=1e-2, seed=0)
+    torch.manual_seed(0)
+    m1 = ViT(image_size=(16, 16), patch_size=8, in_chans=3, num_classes=4, dim=8, depth=1, num_heads=2, pe="cayley")
+    m2 = ViT(image_size=(16, 16), patch_size=8, in_chans=3, num_classes=4, dim=8, depth=1, num_heads=2, pe="cayley")
+    m2.load_state_dict(m1.state_dict())
+    l1 = fit(m1, (xs,), ys, s)
+    g = torch.Generator().manual_seed(0)
+
+    def stream(epoch):
+        perm = torch.randperm(10, generator=g)
+        for i in range(0, 10, 4):
+            yield (xs[perm[i:i + 4]],), ys[perm[i:i + 4]]
+
+    l2 = fit_batches(m2, stream, 3, s)
+    assert l1 == l2
+    for p1, p2 in zip(m1.parameters(), m2.parameters(), strict=True):
+        assert torch.equal(p1, p2)

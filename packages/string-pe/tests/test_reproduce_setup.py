@@ -103,3 +103,42 @@ def test_parallel_tuner_chooses_exactly_like_the_shared_tuner():
         assert len(sel[n].trials) == len(ref[n].trials)
     assert sel["a"].params["lr"] == 3e-3 and sel["b"].params["lr"] > max(LR_GRID)  # extended
     assert len(sel["b"].trials) == len(LR_GRID) + 2 and not sel["b"].at_edge  # the second step confirms the peak
+
+
+def test_tuner_averages_tuning_seeds_and_final_runs_reuse_them():
+    from string_pe.reproduce import _Tuner, final_runs
+
+    calls = []
+
+    def score(job):
+        calls.append((job["name"], job["lr"], job["seed"]))
+        # seed 0 prefers 1e-2, seed 1 prefers 1e-3 strongly: the mean picks 1e-3
+        pref = {0: {1e-3: 0.5, 3e-3: 0.55, 1e-2: 0.6}, 1: {1e-3: 0.9, 3e-3: 0.5, 1e-2: 0.4}}.get(job["seed"], {})
+        return {"acc": pref.get(job["lr"], 0.3), "test": job["seed"] + job["lr"]}
+
+    t2 = _Tuner(score, 1, (1e-3, 3e-3, 1e-2), seeds=(0, 1))
+    t2.add("a", {"name": "a"})
+    sel = t2.run()
+    # mean over the two seeds: 1e-3 (0.7) beats 1e-2 (0.5), which seed 0 alone would pick; 1e-3 is at the lower
+    # edge, so one point below it is tried on both seeds and loses
+    assert sel["a"].params["lr"] == 1e-3 and len(sel["a"].trials) == 4
+    assert len(calls) == 8
+    n_tuning = len(calls)
+    runs = final_runs(t2, sel, ["a"], [0, 1, 2, 3])
+    lr = sel["a"].params["lr"]
+    assert [r["test"] for r in runs["a"]] == [s + lr for s in range(4)]
+    assert calls[n_tuning:] == [("a", lr, 2), ("a", lr, 3)]  # seeds 0 and 1 were reused, not retrained
+
+
+def test_gates_fail_for_a_rising_curve_and_for_chance_accuracy():
+    from icml25.experiment import Section
+    from string_pe.reproduce import add_gate
+
+    sec = Section("g")
+    flat = [{"curve": [0.3, 0.7, 0.8, 0.8, 0.8, 0.8], "test": t} for t in (0.79, 0.8, 0.82)]
+    rising = [{"curve": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8], "test": t} for t in (0.79, 0.8, 0.82)]
+    chance = [{"curve": [0.25, 0.26, 0.25, 0.25, 0.25, 0.25], "test": t} for t in (0.25, 0.26, 0.24)]
+    for name, runs in (("flat", flat), ("rising", rising), ("chance", chance)):
+        add_gate(sec, "t", name, runs, chance=0.25, margin=0.25)
+    v = {c.claim.split(": ")[1].split()[0]: c.verdict for c in sec.claims}
+    assert v == {"flat": "holds", "rising": "fails", "chance": "fails"}

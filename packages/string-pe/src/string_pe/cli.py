@@ -103,6 +103,11 @@ class MakeImagesConfig(BaseOptions):
     nearer object lies seen from the farther one (right, below, left, above)."""
     rotate: bool = False
     """Draw the objects at random rotations (harder); by default they are upright (as in `reproduce`)."""
+    distractors: int = 0
+    """Small distractor blobs per scene (none in `reproduce`)."""
+    object_scale: float | None = None
+    """Multiplies both objects' radii (0.25 to 1.5); default 1.3 for the shape task (as in `reproduce`), 1.0 for
+    the relation task."""
 
 
 def make_images(cfg: MakeImagesConfig) -> int:
@@ -112,9 +117,15 @@ def make_images(cfg: MakeImagesConfig) -> int:
         raise ValueError(f"n_train and n_test must be >= 1, got n_train={cfg.n_train}, n_test={cfg.n_test}")
     if not 16 <= cfg.image_size <= 128:
         raise ValueError(f"image_size must be in [16, 128], got {cfg.image_size}")
+    if cfg.distractors < 0:
+        raise ValueError(f"distractors must be >= 0, got {cfg.distractors}")
+    object_scale = cfg.object_scale if cfg.object_scale is not None else (1.3 if cfg.task == "shape" else 1.0)
+    if not 0.25 <= object_scale <= 1.5:
+        raise ValueError(f"object_scale must be in [0.25, 1.5], got {object_scale}")
     rd = open_run_dir(METHOD.name, cfg)
     for split, n, off in (("train", cfg.n_train, 10000), ("test", cfg.n_test, 12000)):
-        x, d, y = render_scenes(n, size=cfg.image_size, task=cfg.task, rotate=cfg.rotate, seed=off + cfg.seed)
+        x, d, y = render_scenes(n, size=cfg.image_size, task=cfg.task, rotate=cfg.rotate, seed=off + cfg.seed,
+                                distractors=cfg.distractors, object_scale=object_scale)
         write_image_folder(rd.path / split, x, d, y, classes=TASKS[cfg.task])
     rd.write_config(cfg)
     if not cfg.quiet:
@@ -180,50 +191,69 @@ def _data(task: str, split: str, n: int, seed: int):
 _MODES = {"none": "rgb", "coords": "rgbd-3d", "channel": "rgbd-channel"}
 
 
-def _image_splits(root: str, image_size: int, depth: bool, seed: int):
-    """``(train, test, classes)`` of an ImageFolder; each split ``(images, depth | None, labels)``."""
+def _image_datasets(root: str, image_size: int, depth: bool, seed: int):
+    """``(train, test, classes)`` of an ImageFolder as streaming datasets (:func:`string_pe.images.image_folder_dataset`:
+    images are read from disk batch by batch, never the whole folder at once); without ``train/`` and ``test/``
+    subfolders 20% of the images (stratified by class) are held out."""
     from pathlib import Path
 
-    import torch
+    import numpy as np
+    from torch.utils.data import Subset
 
-    from string_pe.images import load_image_folder_rgbd
+    from string_pe.images import image_folder_dataset
 
     r = Path(root)
     if (r / "train").is_dir() and (r / "test").is_dir():
-        x, d, y, classes = load_image_folder_rgbd(r / "train", image_size=image_size, depth=depth)
-        xt, dt, yt, ct = load_image_folder_rgbd(r / "test", image_size=image_size, depth=depth)
-        if ct != classes:
-            raise ValueError(f"data: train/ and test/ must have the same class folders, got {classes} and {ct}")
-        return (x, d, y), (xt, dt, yt), classes
+        tr = image_folder_dataset(r / "train", image_size=image_size, depth=depth)
+        te = image_folder_dataset(r / "test", image_size=image_size, depth=depth)
+        if te.classes != tr.classes:
+            raise ValueError(f"data: train/ and test/ must have the same class folders, got {tr.classes} and "
+                             f"{te.classes}")
+        return tr, te, list(tr.classes)
     from sklearn.model_selection import train_test_split
 
-    x, d, y, classes = load_image_folder_rgbd(r, image_size=image_size, depth=depth)
-    counts = torch.bincount(y)
-    strat = y.numpy() if len(classes) > 1 and int(counts.min()) >= 2 else None
+    ds = image_folder_dataset(r, image_size=image_size, depth=depth)
+    y = np.asarray(ds.targets)
+    counts = np.bincount(y, minlength=len(ds.classes))
+    strat = y if len(ds.classes) > 1 and int(counts.min()) >= 2 else None
     i_tr, i_te = train_test_split(list(range(len(y))), test_size=0.2, random_state=seed, stratify=strat)
+    return Subset(ds, i_tr), Subset(ds, i_te), list(ds.classes)
 
-    def take(i):
-        return x[i], (d[i] if d is not None else None), y[i]
 
-    return take(i_tr), take(i_te), classes
+def _image_batches(dataset, mode: str, *, batch_size: int = 64, seed: int | None = None):
+    """``(inputs, labels)`` batches of a streaming image dataset for the ViT input ``mode`` (shuffled with a
+    seeded generator when ``seed`` is given): items ``(C, H, W)`` with ``C = 4`` when the depth is in alpha."""
+    import torch
+    from torch.utils.data import DataLoader
+
+    from string_pe.reproduce import image_inputs
+
+    g = torch.Generator().manual_seed(seed) if seed is not None else None
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=seed is not None, generator=g)
+
+    def batches(epoch: int = 0):
+        for x, y in loader:  # x: (b, C, H, W)
+            yield image_inputs(x[:, :3], x[:, 3:4] if x.shape[1] == 4 else None, mode), y
+
+    return batches, len(loader)
 
 
 def _train_images(cfg: TrainConfig, rd, device) -> float:
     from icml25.checkpoint import save_model
 
-    from string_pe.reproduce import image_inputs
-    from string_pe.train import TrainSettings, accuracy, fit
+    from string_pe.train import TrainSettings, accuracy_batches, fit_batches
 
-    (x, d, y), (xt, dt, yt), classes = _image_splits(cfg.data, cfg.image_size, cfg.depth_input != "none", cfg.seed)
+    tr, te, classes = _image_datasets(cfg.data, cfg.image_size, cfg.depth_input != "none", cfg.seed)
     model_cfg = {"task": "images", "pe": cfg.pe, "dim": cfg.dim, "depth": cfg.depth, "heads": cfg.heads,
                  "image_size": cfg.image_size, "patch_size": cfg.patch_size, "depth_input": cfg.depth_input,
                  "num_classes": len(classes), "classes": classes}
     model = _build(model_cfg)
     mode = _MODES[cfg.depth_input]
-    fit(model, image_inputs(x, d, mode), y, TrainSettings(epochs=cfg.epochs, lr=cfg.lr, seed=cfg.seed),
-        on_epoch=lambda e, loss: rd.log(e, loss=loss), device=device)
+    settings = TrainSettings(epochs=cfg.epochs, lr=cfg.lr, seed=cfg.seed)
+    batches, steps = _image_batches(tr, mode, batch_size=settings.batch_size, seed=cfg.seed)
+    fit_batches(model, batches, steps, settings, on_epoch=lambda e, loss: rd.log(e, loss=loss), device=device)
     save_model(rd.path, model, model_cfg)
-    return accuracy(model, image_inputs(xt, dt, mode), yt)
+    return accuracy_batches(model, _image_batches(te, mode, batch_size=256)[0]())
 
 
 def train(cfg: TrainConfig) -> int:
@@ -292,13 +322,20 @@ def evaluate(cfg: EvaluateConfig) -> int:
             raise FileNotFoundError(f"data must be an ImageFolder directory for a run trained on images, got {cfg.data!r}")
     model = load_model(run, _build)
     if model_cfg["task"] == "images":
-        from string_pe.images import load_image_folder_rgbd
-        from string_pe.reproduce import image_inputs
+        from string_pe.images import image_folder_dataset
+        from string_pe.train import accuracy_batches
 
         root = Path(cfg.data) / "test" if (Path(cfg.data) / "test").is_dir() else Path(cfg.data)
-        x, d, y, _ = load_image_folder_rgbd(root, image_size=model_cfg["image_size"],
-                                            depth=model_cfg["depth_input"] != "none")
-        res = {"test_accuracy": accuracy(model, image_inputs(x, d, _MODES[model_cfg["depth_input"]]), y)}
+        ds = image_folder_dataset(root, image_size=model_cfg["image_size"], depth=model_cfg["depth_input"] != "none")
+        trained = model_cfg.get("classes")
+        if trained is None:
+            raise UserInputError(f"--run {str(run / 'model_config.json')!r} has no class list ('classes'); "
+                                 "retrain it with this version of `string-pe train --data`")
+        if list(ds.classes) != list(trained):
+            raise UserInputError(f"--data {str(root)!r}: its class folders {list(ds.classes)} differ from the classes "
+                                 f"the run was trained on {list(trained)} (same names in the same order needed)")
+        batches, _ = _image_batches(ds, _MODES[model_cfg["depth_input"]], batch_size=256)
+        res = {"test_accuracy": accuracy_batches(model, batches())}
     else:
         inputs, labels = _data(model_cfg["task"], "test", 500, cfg.seed)
         res = {"test_accuracy": accuracy(model, inputs, labels)}

@@ -60,7 +60,16 @@ class Config:
     workers: int = 2
     """Training processes in parallel (one torch thread each)."""
     lr_grid: tuple[float, ...] = (1e-3, 3e-3, 1e-2, 3e-2)
-    """The learning-rate grid every model is tuned on (extended by up to two steps when the choice is at an edge)."""
+    """Point sets: the learning-rate grid every model is tuned on (extended by up to two steps when the choice is at
+    an edge)."""
+    img_lr_grid: tuple[float, ...] = (1e-3, 3e-3, 1e-2)
+    """Images: the learning-rate grid every ViT is tuned on (extended by up to two steps at an edge)."""
+    tune_seeds: int = 2
+    """Tuning: the first ``tune_seeds`` seeds; a grid point's score is its mean validation accuracy over them."""
+    pts_gate_margin: float = 0.1
+    """Gates (point sets): the stated accuracy every model must beat is chance (0.25) + this margin."""
+    img_gate_margin: float = 0.2
+    """Gates (images): the stated accuracy every ViT must beat is chance (1 / classes) + this margin."""
     pts_train: int = 500
     """2D point sets: training sets per seed."""
     pts_val: int = 300
@@ -84,15 +93,17 @@ class Config:
     one) or shape (shape of the nearer object)."""
     img_rotate: bool = False
     """Draw the objects at random rotations (harder); the default draws them upright."""
-    img_distractors: int = 3
+    img_distractors: int = 0
     """Small distractor blobs per scene."""
-    img_train: int = 3000
+    img_object_scale: float = 1.3
+    """Multiplies the two objects' radii (``render_scenes(object_scale=)``)."""
+    img_train: int = 5000
     """Generated training images per seed (written as an ImageFolder and read back)."""
-    img_val: int = 500
-    """Generated validation images (tuning, first seed)."""
+    img_val: int = 400
+    """Generated validation images per seed (tuning on the first ``tune_seeds`` seeds; gate curves on all)."""
     img_test: int = 1000
     """Generated test images per seed."""
-    img_epochs: int = 11
+    img_epochs: int = 9
     """ViT epochs."""
     img_batch: int = 128
     """ViT batch size."""
@@ -123,7 +134,8 @@ BUDGETS = Budgets(
                  img_train=64, img_val=32, img_test=32, img_epochs=1, img_batch=32, vit_dim=16, vit_depth=1,
                  time_dims=(16, 32), time_tokens=16, time_batch=2, time_repeats=2),
     quick=Config(seeds=3, lr_grid=(1e-3, 3e-3, 1e-2), pts_train=160, pts_val=100, pts_test=160, pts_epochs=4,
-                 img_train=400, img_val=200, img_test=200, img_epochs=3, img_batch=64, vit_dim=16, vit_depth=1,
+                 img_lr_grid=(3e-3, 1e-2), img_train=400, img_val=200, img_test=200, img_epochs=3, img_batch=64,
+                 vit_dim=16, vit_depth=1,
                  time_dims=(32, 64), time_tokens=64, time_repeats=5),
     full=Config(),
 )

@@ -81,13 +81,14 @@ def _place_relation(rng: np.random.Generator, label: int, r_far: float, r_near: 
 
 
 def render_scenes(n: int, *, size: int = 32, distractors: int = 3, occluders: bool = True, task: str = "shape",
-                  rotate: bool = True, seed: int = 0) -> tuple[Tensor, Tensor, Tensor]:
+                  rotate: bool = True, object_scale: float = 1.0, seed: int = 0) -> tuple[Tensor, Tensor, Tensor]:
     """``n`` RGB-D scenes with balanced labels; see the module docstring.
 
     ``task="shape"``: label = shape of the nearer object (:data:`SHAPES`). ``task="relation"``: label = direction of
     the nearer object seen from the farther one (:data:`RELATIONS`; both shapes random, objects smaller so that
     both fit), a task about the *relative* position of two objects, where depth (or occlusion and size) tells
-    which one is nearer. ``rotate=False`` draws every shape upright (an easier shape task).
+    which one is nearer. ``rotate=False`` draws every shape upright (an easier shape task). ``object_scale``
+    multiplies both objects' radii (and their cap); larger objects are easier to recognise at a coarse patch grid.
     """
     if task not in TASKS:
         raise PositionEncodingError(f"task must be one of {list(TASKS)}, got {task!r}")
@@ -97,6 +98,8 @@ def render_scenes(n: int, *, size: int = 32, distractors: int = 3, occluders: bo
         raise PositionEncodingError(f"n must be an int >= 1, got {n!r}")
     if isinstance(size, bool) or not isinstance(size, int) or not 16 <= size <= 128:
         raise PositionEncodingError(f"size must be an int in [16, 128], got {size!r}")
+    if isinstance(object_scale, bool) or not isinstance(object_scale, (int, float)) or not 0.25 <= object_scale <= 1.5:
+        raise PositionEncodingError(f"object_scale must be a number in [0.25, 1.5], got {object_scale!r}")
     if isinstance(distractors, bool) or not isinstance(distractors, int) or distractors < 0:
         raise PositionEncodingError(f"distractors must be an int >= 0, got {distractors!r}")
     rng = np.random.default_rng(seed)
@@ -119,8 +122,8 @@ def render_scenes(n: int, *, size: int = 32, distractors: int = 3, occluders: bo
             near_kind, far_kind = (int(k) for k in rng.integers(len(SHAPES), size=2))
             scale, cap = (0.06, 0.025), 0.2
         objs = ((far_kind, d_far), (near_kind, d_near)) if occluders else ((near_kind, d_near),)
-        radii = [min(size * (scale[0] + scale[1] / d) * rng.uniform(0.8, 1.2), size * cap)  # nearer = larger
-                 for _, d in objs]
+        radii = [object_scale * min(size * (scale[0] + scale[1] / d) * rng.uniform(0.8, 1.2), size * cap)
+                 for _, d in objs]  # nearer = larger
         if task == "relation":
             centres = _place_relation(rng, int(labels[i]), radii[0], radii[1], size)
         else:
@@ -162,14 +165,10 @@ def write_image_folder(root: str | Path, images: Tensor, depth: Tensor | None, l
     return root
 
 
-def load_image_folder_rgbd(root: str | Path, *, image_size: int | None = None,
-                           depth: bool = False) -> tuple[Tensor, Tensor | None, Tensor, list[str]]:
-    """Read an ImageFolder ``root/<class>/<image>`` with torchvision's ``DatasetFolder`` (ImageFolder's base).
-
-    Returns ``(images (n, 3, H, W) in [0, 1], depth (n, 1, H, W) | None, labels (n,), classes)``. With
-    ``depth=True`` every image must carry an alpha channel holding the depth (as :func:`write_image_folder` writes
-    it). ``image_size`` resizes (square) when given; otherwise all images must have the same size.
-    """
+def image_folder_dataset(root: str | Path, *, image_size: int | None = None, depth: bool = False):
+    """A streaming ImageFolder ``root/<class>/<image>`` (torchvision ``DatasetFolder``): item ``i`` is read from
+    disk when it is asked for, as ``(x (C, H, W) in [0, 1], label)`` with ``C = 4`` (RGB + the depth in alpha) when
+    ``depth`` else 3. ``image_size`` resizes (square). Nothing is held in memory but the file list."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"image folder {root} does not exist (expected root/<class>/<image files>); "
@@ -177,7 +176,7 @@ def load_image_folder_rgbd(root: str | Path, *, image_size: int | None = None,
     from PIL import Image
     from torchvision.datasets import DatasetFolder
 
-    def loader(path: str):
+    def loader(path: str) -> Tensor:
         with Image.open(path) as im:
             if depth and im.mode not in ("RGBA", "LA"):
                 raise PositionEncodingError(f"depth=True needs an alpha channel holding depth, {path} has mode "
@@ -185,20 +184,32 @@ def load_image_folder_rgbd(root: str | Path, *, image_size: int | None = None,
             im = im.convert("RGBA" if depth else "RGB")
             if image_size is not None:
                 im = im.resize((image_size, image_size))
-            return np.asarray(im, dtype=np.float32) / 255.0
+            arr = np.asarray(im, dtype=np.float32) / 255.0  # (H, W, C)
+        return torch.from_numpy(arr).permute(2, 0, 1).contiguous()  # (H, W, C) -> (C, H, W)
 
     try:
-        ds = DatasetFolder(str(root), loader=loader, extensions=EXTENSIONS)  # ImageFolder with our loader
+        return DatasetFolder(str(root), loader=loader, extensions=EXTENSIONS)  # ImageFolder with our loader
     except FileNotFoundError as exc:
         raise FileNotFoundError(f"no images found under {root}/<class>/ ({exc})") from None
+
+
+def load_image_folder_rgbd(root: str | Path, *, image_size: int | None = None,
+                           depth: bool = False) -> tuple[Tensor, Tensor | None, Tensor, list[str]]:
+    """Read a whole ImageFolder ``root/<class>/<image>`` into memory (:func:`image_folder_dataset`, every item).
+
+    Returns ``(images (n, 3, H, W) in [0, 1], depth (n, 1, H, W) | None, labels (n,), classes)``. With
+    ``depth=True`` every image must carry an alpha channel holding the depth (as :func:`write_image_folder` writes
+    it). ``image_size`` resizes (square) when given; otherwise all images must have the same size.
+    """
+    ds = image_folder_dataset(root, image_size=image_size, depth=depth)
     arrs, labels = [], []
     for path, y in ds.samples:
-        arrs.append(loader(path))
+        arrs.append(ds.loader(path))
         labels.append(y)
-    shapes = {a.shape for a in arrs}
+    shapes = {tuple(a.shape) for a in arrs}
     if len(shapes) != 1:
         raise PositionEncodingError(f"images under {root} have different sizes {sorted(shapes)[:3]}; pass an "
                                     "image size to resize them")
-    x = torch.from_numpy(np.stack(arrs)).permute(0, 3, 1, 2).contiguous()  # (n, H, W, C) -> (n, C, H, W)
+    x = torch.stack(arrs)  # (n, C, H, W)
     d = x[:, 3:4].contiguous() if depth else None
     return x[:, :3].contiguous(), d, torch.tensor(labels), list(ds.classes)

@@ -14,8 +14,8 @@ test split. Comparisons are paired by seed (same init seed and batch order for e
 2. :func:`images` — generated RGB-D scenes (:mod:`string_pe.images`: two textured objects at two depths with
    distractors, ``cfg.img_task`` decides the label), per seed, written as an ImageFolder and read back with the
    CLI's loader. A ViT-tiny with every encoding on RGB (paper claims STRING vs best APE / best RoPE); the RGB-D
-   variant (Cayley- and Circulant-STRING with 3D patch coordinates vs the same on RGB only and vs the same with
-   depth as a fourth input channel).
+   variant (Cayley-STRING with 3D patch coordinates vs the same with depth as a fourth input channel). Every model
+   has a competence gate (validation plateau + a stated accuracy above chance) that the paper claims depend on.
 3. :func:`linear_attention` — Performer-style (ReLU random-feature) linear attention: the relative-position property
    holds when the encoding is applied to the features and fails when applied before the feature map (properties).
 4. :func:`folding` — folding Cayley's P into W_q, W_k leaves the layer unchanged (property).
@@ -42,7 +42,9 @@ from string_pe.config import BUDGETS, Config
 PTS_PES = ("ape", "ape-fourier", "rope-axial", "rope-mixed", "cayley", "circulant")
 LIN_PES = ("rope-mixed", "cayley", "circulant")
 """Encodings trained with Performer-style linear attention on the point sets (encoding on the features)."""
-IMG_PES = ("ape", "ape-fourier", "rope-axial", "rope-mixed", "cayley", "circulant")
+IMG_PES = ("ape", "rope-axial", "rope-mixed", "cayley", "circulant")
+"""Encodings of the RGB ViTs (the ViT's absolute PE is the learned table, as in the paper's ViT baseline; the
+Fourier APE runs on the point sets only, to keep the image experiment inside the time budget)."""
 LABEL = {"none": "no PE", "ape": "learned APE", "ape-fourier": "Fourier APE", "rope-axial": "RoPE-Axial",
          "rope-mixed": "RoPE-Mixed", "cayley": "Cayley-STRING", "circulant": "Circulant-STRING"}
 ROTARY = ("rope-axial", "rope-mixed", "cayley", "circulant")
@@ -88,6 +90,8 @@ _DATA: dict[Any, Any] = {}
 
 
 def _pts_job(job: dict) -> dict:
+    """Train one point-set model; ``acc`` = final validation accuracy (tuning), ``curve`` = validation accuracy after
+    every epoch (gates), ``test`` / ``shift`` / ``random`` / ``logit_diff`` on the seed's test split."""
     import torch
     from icml25.seeding import seed_everything
 
@@ -97,30 +101,34 @@ def _pts_job(job: dict) -> dict:
 
     torch.set_num_threads(1)
     cfg: Config = _DATA["cfg"]
-    s, pe = job["seed"], job["pe"]
-    tr = _DATA[("pts", "train", job["data_seed"])]
+    s, pe, ds = job["seed"], job["pe"], job["data_seed"]
+    tr, va, te = (_DATA[("pts", split, ds)] for split in ("train", "val", "test"))
     seed_everything(s)
     model = PointSetClassifier(feature_dim=tr.features.shape[-1], coord_dim=2, num_classes=4, dim=cfg.pts_dim,
                                depth=cfg.pts_depth, num_heads=cfg.pts_heads, pe=pe,
                                attn=job.get("attn", "softmax"), encoding_kwargs=job.get("enc"))
-    fit(model, (tr.features, tr.positions), tr.labels,
-        TrainSettings(epochs=cfg.pts_epochs, batch_size=64, lr=job["lr"], weight_decay=0.01, seed=s))
-    te = _DATA[("pts", job["split"], job["data_seed"])]
 
     def acc(d) -> float:
         return accuracy(model, (d.features, d.positions), d.labels)
 
-    out = {"acc": acc(te)}
-    if job["split"] == "test":
-        out["shift"] = acc(translate(te, SHIFT))
-        out["random"] = acc(translate(te, None, max_shift=RANDOM_SHIFT, seed=3000 + s))
-        with torch.no_grad():  # the invariance itself, in float64: max |Δ logit| over both translations
-            m64 = copy.deepcopy(model).double()
-            te64 = PointSets(te.features.double(), te.positions.double(), te.labels, te.classes)
-            ref = m64(te64.features, te64.positions)
-            out["logit_diff"] = max(float((m64(d.features, d.positions) - ref).abs().max())
-                                    for d in (translate(te64, SHIFT),
-                                              translate(te64, None, max_shift=RANDOM_SHIFT, seed=3000 + s)))
+    curve: list[float] = []
+
+    def on_epoch(epoch: int, loss: float) -> None:
+        curve.append(acc(va))
+        model.train()
+
+    fit(model, (tr.features, tr.positions), tr.labels,
+        TrainSettings(epochs=cfg.pts_epochs, batch_size=64, lr=job["lr"], weight_decay=0.01, seed=s),
+        on_epoch=on_epoch)
+    out = {"acc": curve[-1], "curve": curve, "test": acc(te), "shift": acc(translate(te, SHIFT)),
+           "random": acc(translate(te, None, max_shift=RANDOM_SHIFT, seed=3000 + s))}
+    with torch.no_grad():  # the invariance itself, in float64: max |Δ logit| over both translations
+        m64 = copy.deepcopy(model).double()
+        te64 = PointSets(te.features.double(), te.positions.double(), te.labels, te.classes)
+        ref = m64(te64.features, te64.positions)
+        out["logit_diff"] = max(float((m64(d.features, d.positions) - ref).abs().max())
+                                for d in (translate(te64, SHIFT),
+                                          translate(te64, None, max_shift=RANDOM_SHIFT, seed=3000 + s)))
     return out
 
 
@@ -149,6 +157,8 @@ def build_vit(cfg: Config, pe: str, mode: str, num_classes: int, encoding_kwargs
 
 
 def _img_job(job: dict) -> dict:
+    """Train one ViT; ``acc`` = final validation accuracy (tuning), ``curve`` = validation accuracy after every
+    epoch (gates), ``test`` = accuracy on the seed's test scenes."""
     import torch
     from icml25.seeding import seed_everything
 
@@ -156,15 +166,25 @@ def _img_job(job: dict) -> dict:
 
     torch.set_num_threads(1)
     cfg: Config = _DATA["cfg"]
-    s, mode = job["seed"], job["mode"]
-    x, d, y = _DATA[("img", "train", job["data_seed"])]
+    s, mode, ds = job["seed"], job["mode"], job["data_seed"]
+    x, d, y = _DATA[("img", "train", ds)]
+    xv, dv, yv = _DATA[("img", "val", ds)]
     seed_everything(s)
-    model = build_vit(cfg, job["pe"], mode, 4, job.get("enc"))
+    from string_pe.images import TASKS
+
+    model = build_vit(cfg, job["pe"], mode, len(TASKS[cfg.img_task]), job.get("enc"))
+    curve: list[float] = []
+
+    def on_epoch(epoch: int, loss: float) -> None:
+        curve.append(accuracy(model, image_inputs(xv, dv, mode), yv))
+        model.train()
+
     losses = fit(model, image_inputs(x, d, mode), y,
                  TrainSettings(epochs=cfg.img_epochs, batch_size=cfg.img_batch, lr=job["lr"], weight_decay=0.05,
-                               warmup_epochs=cfg.img_warmup, seed=s))
-    xe, de, ye = _DATA[("img", job["split"], job["data_seed"])]
-    return {"acc": accuracy(model, image_inputs(xe, de, mode), ye), "losses": losses}
+                               warmup_epochs=cfg.img_warmup, seed=s), on_epoch=on_epoch)
+    xe, de, ye = _DATA[("img", "test", ds)]
+    return {"acc": curve[-1], "curve": curve, "test": accuracy(model, image_inputs(xe, de, mode), ye),
+            "train": accuracy(model, image_inputs(x, d, mode), y), "losses": losses}
 
 
 def _run_jobs(fn: Callable[[dict], dict], jobs: list[dict], workers: int) -> list[dict]:
@@ -176,24 +196,36 @@ def _run_jobs(fn: Callable[[dict], dict], jobs: list[dict], workers: int) -> lis
 
 
 class _Tuner:
-    """Tune many competitors alike with their grid points trained in parallel.
+    """Tune many competitors alike with their grid points trained in parallel, scored on ``seeds`` tuning seeds.
 
-    ``grid(jobs)`` trains every grid point of every competitor at once; ``extend()`` trains the one extra point of
-    each competitor chosen at an edge; ``select()`` then runs :func:`icml25.tuning.tune_alike` on the cached
-    scores (so the choice, edge extension and notes are exactly the shared tuner's)."""
+    ``run()`` trains every grid point of every competitor on every tuning seed at once, then the one extra point of
+    each competitor chosen at an edge, and runs :func:`icml25.tuning.tune_alike` on the cached scores (the mean
+    validation accuracy over the tuning seeds), so the choice, edge extension and notes are exactly the shared
+    tuner's. ``seeds=(None,)`` uses each spec's own seed. Every job's full result is kept (:meth:`result`), so the
+    final runs at the chosen lr on the tuning seeds are not trained twice."""
 
-    def __init__(self, fn: Callable[[dict], dict], workers: int, lr_grid: tuple[float, ...]) -> None:
-        self.fn, self.workers, self.grid = fn, workers, list(lr_grid)
+    def __init__(self, fn: Callable[[dict], dict], workers: int, lr_grid: tuple[float, ...],
+                 seeds: tuple[int | None, ...] = (None,)) -> None:
+        self.fn, self.workers, self.grid, self.seeds = fn, workers, list(lr_grid), tuple(seeds)
         self.cache: dict[tuple[str, float], float] = {}
+        self.results: dict[tuple[str, float, int | None], dict] = {}
         self.specs: dict[str, dict] = {}
 
     def add(self, name: str, spec: dict) -> None:
         self.specs[name] = spec
 
+    def job(self, name: str, lr: float, seed: int | None) -> dict:
+        return {**self.specs[name], "lr": lr, **({} if seed is None else {"seed": seed, "data_seed": seed})}
+
+    def result(self, name: str, lr: float, seed: int | None) -> dict | None:
+        return self.results.get((name, lr, seed))
+
     def _train(self, keys: list[tuple[str, float]]) -> None:
-        todo = [k for k in keys if k not in self.cache]
-        res = _run_jobs(self.fn, [{**self.specs[n], "lr": lr} for n, lr in todo], self.workers)
-        self.cache.update({k: r["acc"] for k, r in zip(todo, res, strict=True)})
+        todo = [(n, lr, s) for n, lr in keys if (n, lr) not in self.cache for s in self.seeds]
+        res = _run_jobs(self.fn, [self.job(n, lr, s) for n, lr, s in todo], self.workers)
+        self.results.update(dict(zip(todo, res, strict=True)))
+        for n, lr in keys:
+            self.cache[(n, lr)] = float(np.mean([self.results[(n, lr, s)]["acc"] for s in self.seeds]))
 
     def run(self) -> dict:
         from icml25.tuning import _next_value, tune_alike
@@ -217,6 +249,39 @@ class _Tuner:
         return tune_alike({n: (ev(n), {"lr": list(self.grid)}) for n in self.specs}, extend=EXTEND)
 
 
+def final_runs(tuner: _Tuner, sel: dict, names: list[str], seeds: list[int]) -> dict[str, list[dict]]:
+    """Every competitor's result at its chosen lr on every seed, in seed order; the runs the tuner already made on
+    its tuning seeds (same seed, data and lr: the same model) are reused, the other seeds are trained here."""
+    todo = [(n, s) for s in seeds for n in names if tuner.result(n, sel[n].params["lr"], s) is None]
+    res = _run_jobs(tuner.fn, [tuner.job(n, sel[n].params["lr"], s) for n, s in todo], tuner.workers)
+    got = dict(zip(todo, res, strict=True))
+    return {n: [tuner.result(n, sel[n].params["lr"], s) or got[(n, s)] for s in seeds] for n in names}
+
+
+GATE_WINDOW = 2
+"""Gates: a validation curve has plateaued when its best value rose by at most the seed noise over the last
+``GATE_WINDOW`` epochs (:func:`icml25.train.plateau_check`)."""
+
+
+def gate_name(where: str, name: str) -> str:
+    return f"Gate ({where}): {name} has learned the task"
+
+
+def add_gate(sec: Section, where: str, name: str, runs: list[dict], *, chance: float, margin: float) -> str:
+    """Competence gate of one competitor: every seed's validation curve (one point per epoch) plateaued, and its
+    test accuracy is above the stated accuracy ``chance + margin`` (one-sided test over seeds). Returns its name."""
+    from icml25.train import Curve
+
+    curves = [Curve(steps=list(range(1, len(r["curve"]) + 1)), values=[float(v) for v in r["curve"]],
+                    patience=GATE_WINDOW) for r in runs]
+    sec.add(Claim.gate(
+        claim=gate_name(where, name), metric="test accuracy; validation accuracy after every epoch (plateau)",
+        ours=[r["test"] for r in runs], controls={f"chance + {margin:g}": chance}, margin=margin, curves=curves,
+        note=f"stated accuracy {chance + margin:.2f} (chance {chance:.2f} + {margin:g}); final validation "
+             f"accuracy {_fmt([r['curve'][-1] for r in runs])}"))
+    return gate_name(where, name)
+
+
 def _pair_note(sel: dict, a: str, b: str) -> str:
     return f"{sel[a].note()}; {sel[b].note()}"
 
@@ -235,7 +300,7 @@ def _other_inits(cfg: Config) -> dict[str, dict]:
 
 
 def _init_study(sec: Section, cfg: Config, sel: dict, acc: dict[str, list[float]], best_rope: dict[str, list[float]],
-                where: str) -> None:
+                where: str, gates: dict[str, str]) -> None:
     """Claims and table of the initialisation study: the other init of each STRING vs the best RoPE, and ranks."""
     (rope_name, rope_acc), = best_rope.items()
     ranked = [LABEL[p] for p in PTS_PES]
@@ -244,7 +309,7 @@ def _init_study(sec: Section, cfg: Config, sel: dict, acc: dict[str, list[float]
         sec.add(Claim.compare(
             claim=f"{where}: {other} beats the best RoPE", metric="test accuracy", ours=acc[other],
             baseline=rope_acc, baseline_name=rope_name, paper=PAPER_VIT, paired=True,
-            note=f"initialisation study (the paper does not state its init); default-init {LABEL[pe]}: "
+            gates=[gates[other], gates[rope_name]], note=f"initialisation study (the paper does not state its init); default-init {LABEL[pe]}: "
                  f"{_fmt(acc[LABEL[pe]])}; {_pair_note(sel, other, rope_name)}"))
 
         def rank(scores: dict[str, list[float]], name: str) -> int:
@@ -261,7 +326,7 @@ def _init_study(sec: Section, cfg: Config, sel: dict, acc: dict[str, list[float]
                f"rank among the {len(ranked)} encodings with the other init", "rank with the default init"], rows)
 
 
-def _linear_study(sec: Section, sel: dict, by_name: dict[str, dict[str, list[float]]]) -> None:
+def _linear_study(sec: Section, sel: dict, by_name: dict[str, dict[str, list[float]]], gates: dict[str, str]) -> None:
     """Claims and table of the point-set models trained with Performer-style linear attention."""
     acc = {pe: by_name[lin_name(pe)]["box"] for pe in LIN_PES}
     paper = ("Sec. 3: with linear (kernelised) attention P adds capacity, so STRING > RoPE is expected there "
@@ -271,7 +336,7 @@ def _linear_study(sec: Section, sel: dict, by_name: dict[str, dict[str, list[flo
             sec.add(Claim.compare(
                 claim=f"Linear attention, 2D point sets: {LABEL[pe]} beats {LABEL[base]}", metric="test accuracy",
                 ours=acc[pe], baseline=acc[base], baseline_name=f"{LABEL[base]}, linear attention", paper=paper,
-                paired=True, note=f"ReLU random-feature attention (m = head dim), encoding on the features; "
+                paired=True, gates=[gates[lin_name(pe)], gates[lin_name(base)]], note=f"ReLU random-feature attention (m = head dim), encoding on the features; "
                                   f"{_pair_note(sel, lin_name(pe), lin_name(base))}"))
     sec.table("Linear (Performer-style ReLU random-feature) attention, 2D point sets: test accuracy",
               ["encoding", "lr", "linear attention: in the box", f"translated +{SHIFT:g}",
@@ -289,35 +354,31 @@ def point_sets(cfg: Config, seeds: list[int], out: Path) -> Section:
     from string_pe.data import make_shapes_2d
 
     sec = Section("2D point sets")
-    s0 = seeds[0]
+    where = "2D point sets"
     _DATA.clear()
     _DATA["cfg"] = cfg
-    _DATA[("pts", "train", s0)] = make_shapes_2d(cfg.pts_train, extent=EXTENT, seed=data_seed("2d", "train", s0))
-    _DATA[("pts", "val", s0)] = make_shapes_2d(cfg.pts_val, extent=EXTENT, seed=data_seed("2d", "val", s0))
-    for s in seeds:
-        _DATA[("pts", "train", s)] = make_shapes_2d(cfg.pts_train, extent=EXTENT, seed=data_seed("2d", "train", s))
-        _DATA[("pts", "test", s)] = make_shapes_2d(cfg.pts_test, extent=EXTENT, seed=data_seed("2d", "test", s))
+    sizes = {"train": cfg.pts_train, "val": cfg.pts_val, "test": cfg.pts_test}
+    for s in seeds:  # every seed: its own training, validation (tuning, gate curves) and test sets
+        for split, n in sizes.items():
+            _DATA[("pts", split, s)] = make_shapes_2d(n, extent=EXTENT, seed=data_seed("2d", split, s))
     # competitors: every encoding (softmax attention), the other inits, and the linear-attention models
     comp: dict[str, dict] = {LABEL[pe]: {"pe": pe} for pe in PTS_PES}
     comp.update(_other_inits(cfg))
     comp.update({lin_name(pe): {"pe": pe, "attn": "linear"} for pe in LIN_PES})  # encoding on the features
-    tuner = _Tuner(_pts_job, cfg.workers, cfg.lr_grid)
+    tuner = _Tuner(_pts_job, cfg.workers, cfg.lr_grid, seeds=tuple(seeds[:cfg.tune_seeds]))
     for name, spec in comp.items():
-        tuner.add(name, {**spec, "seed": s0, "data_seed": s0, "split": "val"})
+        tuner.add(name, spec)
     sel_n = tuner.run()
     sel = {pe: sel_n[LABEL[pe]] for pe in PTS_PES}
-    jobs = [{**comp[n], "name": n, "seed": s, "data_seed": s, "split": "test", "lr": sel_n[n].params["lr"]}
-            for s in seeds for n in comp]
-    res = _run_jobs(_pts_job, jobs, cfg.workers)
-    by_name: dict[str, dict[str, list[float]]] = {n: {"box": [], "shift": [], "random": [], "logit_diff": []}
-                                                  for n in comp}
-    for j, r in zip(jobs, res, strict=True):
-        for key, k2 in (("box", "acc"), ("shift", "shift"), ("random", "random"), ("logit_diff", "logit_diff")):
-            by_name[j["name"]][key].append(r[k2])
+    runs = final_runs(tuner, sel_n, list(comp), seeds)
+    by_name: dict[str, dict[str, list[float]]] = {
+        n: {key: [r[k2] for r in runs[n]] for key, k2 in (("box", "test"), ("shift", "shift"), ("random", "random"),
+                                                          ("logit_diff", "logit_diff"))} for n in comp}
+    gates = {n: add_gate(sec, where, n, runs[n], chance=0.25, margin=cfg.pts_gate_margin) for n in comp}
     pts = {pe: by_name[LABEL[pe]] for pe in PTS_PES}
     cols, rows = selections_table({LABEL[pe]: sel[pe] for pe in PTS_PES})
-    sec.table(f"Learning rate chosen on validation: 2D point sets (seed {s0}, {cfg.pts_val} validation sets)",
-              cols, rows)
+    sec.table(f"Learning rate chosen on validation: 2D point sets (mean over seeds "
+              f"{seeds[:cfg.tune_seeds]}, {cfg.pts_val} validation sets each)", cols, rows)
     sec.table(
         "2D point sets (4 shapes, chance 0.25): test accuracy",
         ["encoding", "lr", "in the training box", f"translated +{SHIFT:g} per axis",
@@ -346,14 +407,15 @@ def point_sets(cfg: Config, seeds: list[int], out: Path) -> Section:
         sec.add(Claim.compare(
             claim=f"2D point sets: {LABEL[pe]} beats the best absolute PE (in the box)", metric="test accuracy",
             ours=pts[pe]["box"], baseline=pts[best_abs]["box"], baseline_name=LABEL[best_abs], paper=PAPER_VIT,
-            paired=True, note=f"best of learned / Fourier APE by test mean; {_pair_note(sel, pe, best_abs)}"))
+            paired=True, gates=[gates[LABEL[pe]], gates[LABEL[best_abs]]],
+            note=f"best of learned / Fourier APE by test mean; {_pair_note(sel, pe, best_abs)}"))
         sec.add(Claim.compare(
             claim=f"2D point sets: {LABEL[pe]} beats the best RoPE (in the box)", metric="test accuracy",
             ours=pts[pe]["box"], baseline=pts[best_rope]["box"], baseline_name=LABEL[best_rope], paper=PAPER_VIT,
-            paired=True, note=f"best of RoPE-Axial / RoPE-Mixed by test mean; {_pair_note(sel, pe, best_rope)}"))
+            paired=True, gates=[gates[LABEL[pe]], gates[LABEL[best_rope]]], note=f"best of RoPE-Axial / RoPE-Mixed by test mean; {_pair_note(sel, pe, best_rope)}"))
     best_rope_acc = {LABEL[best_rope]: pts[best_rope]["box"]}
-    _init_study(sec, cfg, sel_n, {n: v["box"] for n, v in by_name.items()}, best_rope_acc, "2D point sets")
-    _linear_study(sec, sel_n, by_name)
+    _init_study(sec, cfg, sel_n, {n: v["box"] for n, v in by_name.items()}, best_rope_acc, where, gates)
+    _linear_study(sec, sel_n, by_name, gates)
     grouped_bars({LABEL[pe]: {"in box": pts[pe]["box"], f"+{SHIFT:g}": pts[pe]["shift"],
                               "random": pts[pe]["random"]} for pe in PTS_PES},
                  out / "translation.png", ylabel="test accuracy", title="2D point sets: accuracy under translation")
@@ -372,7 +434,8 @@ def write_scenes(root: Path, cfg: Config, seed: int, splits: tuple[str, ...] = (
     sizes = {"train": cfg.img_train, "val": cfg.img_val, "test": cfg.img_test}
     for split in splits:
         x, d, y = render_scenes(sizes[split], size=cfg.img_size, task=cfg.img_task, rotate=cfg.img_rotate,
-                                distractors=cfg.img_distractors, seed=data_seed("img", split, seed))
+                                distractors=cfg.img_distractors, object_scale=cfg.img_object_scale,
+                                seed=data_seed("img", split, seed))
         write_image_folder(root / split, x, d, y, classes=TASKS[cfg.img_task])
     return root
 
@@ -382,12 +445,12 @@ def _scene_job(job: dict) -> dict:
     return {}
 
 
-RGBD = {  # name -> (encoding, input mode)
+RGBD = {  # name -> (encoding, input mode); Circulant's RGB-D pair was dropped to fit the time budget
     "Cayley-STRING 3D (RGB-D)": ("cayley", "rgbd-3d"),
     "Cayley-STRING 2D + depth channel": ("cayley", "rgbd-channel"),
-    "Circulant-STRING 3D (RGB-D)": ("circulant", "rgbd-3d"),
-    "Circulant-STRING 2D + depth channel": ("circulant", "rgbd-channel"),
 }
+RGBD_PES = ("cayley",)
+"""The STRINGs run on RGB-D (3D coordinates vs the depth as a fourth channel)."""
 
 
 def images(cfg: Config, seeds: list[int], out: Path) -> Section:
@@ -397,75 +460,75 @@ def images(cfg: Config, seeds: list[int], out: Path) -> Section:
     from string_pe.images import TASKS, load_image_folder_rgbd
 
     sec = Section("generated RGB-D images")
-    s0 = seeds[0]
+    where = "images"
     _DATA.clear()
     _DATA["cfg"] = cfg
-    splits = {s: ("train", "val", "test") if s == s0 else ("train", "test") for s in seeds}
+    splits = ("train", "val", "test")
     with tempfile.TemporaryDirectory(prefix="string-pe-scenes-") as tmp:
-        # every seed draws its own scenes (rendered in the worker processes); validation for the first seed only
-        _run_jobs(_scene_job, [{"root": str(Path(tmp) / str(s)), "seed": s, "splits": splits[s]} for s in seeds],
+        # every seed draws its own scenes (rendered in the worker processes): training, validation (tuning and the
+        # gates' curves) and test
+        _run_jobs(_scene_job, [{"root": str(Path(tmp) / str(s)), "seed": s, "splits": splits} for s in seeds],
                   cfg.workers)
         for s in seeds:
-            for split in splits[s]:
+            for split in splits:
                 x, d, y, _ = load_image_folder_rgbd(Path(tmp) / str(s) / split, depth=True)  # `train --data`'s loader
                 _DATA[("img", split, s)] = (x, d, y)
     comp: dict[str, dict] = {LABEL[pe]: {"pe": pe, "mode": "rgb"} for pe in IMG_PES}
     comp.update({n: {"pe": pe, "mode": mode} for n, (pe, mode) in RGBD.items()})
-    tuner = _Tuner(_img_job, cfg.workers, cfg.lr_grid)
+    tuner = _Tuner(_img_job, cfg.workers, cfg.img_lr_grid, seeds=tuple(seeds[:cfg.tune_seeds]))
     for name, spec in comp.items():
-        tuner.add(name, {**spec, "seed": s0, "data_seed": s0, "split": "val"})
+        tuner.add(name, spec)
     sel = tuner.run()
     names = list(comp)
-    jobs = [{**comp[n], "seed": s, "data_seed": s, "split": "test", "lr": sel[n].params["lr"], "name": n}
-            for s in seeds for n in names]
-    res = _run_jobs(_img_job, jobs, cfg.workers)
-    acc: dict[str, list[float]] = {n: [] for n in names}
-    for j, r in zip(jobs, res, strict=True):
-        acc[j["name"]].append(r["acc"])
-    cols, rows = selections_table(sel)
-    sec.table(f"Learning rate chosen on validation: generated scenes (seed {s0}, {cfg.img_val} validation images)",
-              cols, rows)
+    runs = final_runs(tuner, sel, names, seeds)
+    acc: dict[str, list[float]] = {n: [r["test"] for r in runs[n]] for n in names}
     classes = TASKS[cfg.img_task]
+    chance = 1 / len(classes)
+    gates = {n: add_gate(sec, where, n, runs[n], chance=chance, margin=cfg.img_gate_margin) for n in names}
+    cols, rows = selections_table(sel)
+    sec.table(f"Learning rate chosen on validation: generated scenes (mean over seeds {seeds[:cfg.tune_seeds]}, "
+              f"{cfg.img_val} validation images each)", cols, rows)
     sec.table(
         f"Generated scenes, task '{cfg.img_task}' ({cfg.img_size} px, {cfg.img_patch}×{cfg.img_patch} patches + CLS, "
-        f"{len(classes)} classes {', '.join(classes)}, chance {1 / len(classes):.2f}): test accuracy",
-        ["model", "input", "lr", "test accuracy"],
-        [[n, comp[n]["mode"], f"{sel[n].params['lr']:.3g}", _fmt(acc[n])] for n in names])
+        f"{len(classes)} classes {', '.join(classes)}, chance {chance:.2f}): accuracy",
+        ["model", "input", "lr", "training accuracy (end)", "validation accuracy (end)", "test accuracy"],
+        [[n, comp[n]["mode"], f"{sel[n].params['lr']:.3g}", _fmt([r["train"] for r in runs[n]]),
+          _fmt([r["curve"][-1] for r in runs[n]]), _fmt(acc[n])] for n in names])
     rgb = {pe: acc[LABEL[pe]] for pe in IMG_PES}
-    best_abs = _best(ABSOLUTE, rgb)
+    best_abs = _best(tuple(p for p in ABSOLUTE if p in IMG_PES), rgb)
     best_rope = _best(ROPES, rgb)
     ranking = sorted(IMG_PES, key=lambda p: -float(np.mean(rgb[p])))
     for pe in STRINGS:
         sec.add(Claim.compare(
             claim=f"Images (RGB): {LABEL[pe]} beats the best absolute PE", metric="test accuracy", ours=rgb[pe],
             baseline=rgb[best_abs], baseline_name=LABEL[best_abs], paper=PAPER_VIT, paired=True,
-            note=f"best of learned / Fourier APE by test mean; {_pair_note(sel, LABEL[pe], LABEL[best_abs])}"))
+            gates=[gates[LABEL[pe]], gates[LABEL[best_abs]]],
+            note=f"the ViT's learned APE table; {_pair_note(sel, LABEL[pe], LABEL[best_abs])}"))
         sec.add(Claim.compare(
             claim=f"Images (RGB): {LABEL[pe]} beats the best RoPE", metric="test accuracy", ours=rgb[pe],
             baseline=rgb[best_rope], baseline_name=LABEL[best_rope], paper=PAPER_VIT, paired=True,
-            note=f"best of RoPE-Axial / RoPE-Mixed by test mean; {_pair_note(sel, LABEL[pe], LABEL[best_rope])}; "
+            gates=[gates[LABEL[pe]], gates[LABEL[best_rope]]], note=f"best of RoPE-Axial / RoPE-Mixed by test mean; {_pair_note(sel, LABEL[pe], LABEL[best_rope])}; "
                  "ranking by mean: " + " > ".join(LABEL[p] for p in ranking)))
-    for pe in STRINGS:
+    for pe in RGBD_PES:
         a3, a2 = f"{LABEL[pe]} 3D (RGB-D)", f"{LABEL[pe]} 2D + depth channel"
-        sec.add(Claim.compare(
-            claim=f"RGB-D images: 3D {LABEL[pe]} beats 2D {LABEL[pe]} without depth (RGB)", metric="test accuracy",
-            ours=acc[a3], baseline=rgb[pe], baseline_name=f"{LABEL[pe]} 2D, RGB only", paper=PAPER_3D, paired=True,
-            note=f"the paper's comparison (2D policy without depth); {_pair_note(sel, a3, LABEL[pe])}"))
         sec.add(Claim.compare(
             claim=f"RGB-D images: 3D {LABEL[pe]} beats 2D {LABEL[pe]} given depth as an input channel",
             metric="test accuracy", ours=acc[a3], baseline=acc[a2], baseline_name=a2, paper=PAPER_3D, paired=True,
-            note=f"the fair 2D baseline: both see the same depth map; {_pair_note(sel, a3, a2)}"))
+            gates=[gates[a3], gates[a2]],
+            note=f"the fair 2D baseline: both see the same depth map (the paper's KUKA figure compares with a 2D "
+                 f"policy without depth: here {LABEL[pe]} on RGB only, {_fmt(rgb[pe])}); {_pair_note(sel, a3, a2)}"))
     grouped_bars({"RGB": {LABEL[pe]: rgb[pe] for pe in IMG_PES},
                   "RGB-D": {n.replace("-STRING", ""): acc[n] for n in RGBD}},
                  out / "images.png", ylabel="test accuracy", title=f"Generated scenes ({cfg.img_task}): ViT-tiny")
     sec.figures.append("images.png")
     sec.notes.append(f"Images: task '{cfg.img_task}' ({'rotated' if cfg.img_rotate else 'upright'} objects); every "
-                     f"seed draws its own training ({cfg.img_train}) and test "
-                     f"({cfg.img_test}) scenes (validation: {cfg.img_val} scenes of the first seed, for tuning), "
+                     f"seed draws its own training ({cfg.img_train}), validation ({cfg.img_val}: tuning on the first "
+                     f"{cfg.tune_seeds} seeds, gate curves on all) and test ({cfg.img_test}) scenes, "
                      "written as RGBA PNG ImageFolders (alpha = depth) and read back with load_image_folder_rgbd (the "
                      f"loader of `string-pe train --data`); ViT width {cfg.vit_dim}, {cfg.vit_depth} layers, "
                      f"{cfg.vit_heads} heads, patch {cfg.img_patch}, {cfg.img_epochs} epochs, batch {cfg.img_batch}, "
-                     f"{cfg.img_warmup} warm-up epoch(s), cosine decay.")
+                     f"{cfg.img_warmup} warm-up epoch(s), cosine decay; distractor blobs {cfg.img_distractors}, "
+                     f"object scale {cfg.img_object_scale:g}.")
     return sec
 
 

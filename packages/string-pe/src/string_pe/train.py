@@ -1,4 +1,4 @@
-"""Training and evaluation loops (in-memory tensors, AdamW, cosine schedule).
+"""Training and evaluation loops (in-memory tensors or a stream of batches, AdamW, warm-up + cosine schedule).
 
 Following rope-vit, the position-encoding parameters (RoPE-Mixed frequencies, Cayley's S, circulant coefficients)
 are excluded from weight decay, as are biases, norms, CLS and APE tables.
@@ -7,7 +7,7 @@ are excluded from weight decay, as are biases, norms, CLS and APE tables.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -45,46 +45,75 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
 
 def fit(model: nn.Module, inputs: Sequence[Tensor], labels: Tensor, settings: TrainSettings,
         on_epoch: Callable[[int, float], None] | None = None, *, device: torch.device | str | None = None) -> list[float]:
-    """Train ``model(*inputs[batch])`` with cross-entropy; returns the mean training loss of every epoch.
+    """Train ``model(*inputs[batch])`` with cross-entropy on in-memory tensors; returns the mean training loss of
+    every epoch (:func:`fit_batches` over a seeded permutation per epoch).
 
     ``device``: move the model there and each batch as it is used (the data stay where they are); default: leave
     the model where it is."""
+    g = torch.Generator().manual_seed(settings.seed)
+    n = labels.shape[0]
+
+    def epoch_batches(epoch: int) -> Iterator[tuple[tuple[Tensor, ...], Tensor]]:
+        perm = torch.randperm(n, generator=g)
+        for i in range(0, n, settings.batch_size):
+            idx = perm[i:i + settings.batch_size]
+            yield tuple(x[idx] for x in inputs), labels[idx]
+
+    return fit_batches(model, epoch_batches, max(1, math.ceil(n / settings.batch_size)), settings, on_epoch,
+                       device=device)
+
+
+def fit_batches(model: nn.Module, epoch_batches: Callable[[int], Iterable[tuple[Sequence[Tensor], Tensor]]],
+                steps_per_epoch: int, settings: TrainSettings, on_epoch: Callable[[int, float], None] | None = None,
+                *, device: torch.device | str | None = None) -> list[float]:
+    """Train on a stream: ``epoch_batches(epoch)`` yields ``(inputs, labels)`` batches (e.g. from a
+    ``DataLoader`` reading images from disk), ``steps_per_epoch`` of them, for the warm-up + cosine schedule.
+    Returns the mean training loss of every epoch; ``settings.batch_size`` is the stream's business."""
     if device is not None:
         model.to(device)
     dev = next(model.parameters()).device
-    g = torch.Generator().manual_seed(settings.seed)
     opt = torch.optim.AdamW(param_groups(model, settings.weight_decay), lr=settings.lr)
-    n = labels.shape[0]
-    steps_per_epoch = max(1, math.ceil(n / settings.batch_size))
     total = settings.epochs * steps_per_epoch
     warm = settings.warmup_epochs * steps_per_epoch
 
     def lr_at(step: int) -> float:
         if step < warm:
             return settings.lr * (step + 1) / warm
-        return settings.lr * 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, total - warm)))
+        return settings.lr * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warm) / max(1, total - warm))))
 
     losses, step = [], 0
     loss_fn = nn.CrossEntropyLoss()
     model.train()
     for epoch in range(settings.epochs):
-        perm = torch.randperm(n, generator=g)
-        tot = 0.0
-        for i in range(0, n, settings.batch_size):
-            idx = perm[i:i + settings.batch_size]
+        tot, seen = 0.0, 0
+        for xs, y in epoch_batches(epoch):
             for group in opt.param_groups:
                 group["lr"] = lr_at(step)
-            loss = loss_fn(model(*(x[idx].to(dev) for x in inputs)), labels[idx].to(dev))
+            loss = loss_fn(model(*(x.to(dev) for x in xs)), y.to(dev))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            tot += float(loss.detach()) * idx.shape[0]
+            tot += float(loss.detach()) * y.shape[0]
+            seen += y.shape[0]
             step += 1
-        losses.append(tot / n)
+        losses.append(tot / max(1, seen))
         if on_epoch is not None:
             on_epoch(epoch, losses[-1])
     model.eval()
     return losses
+
+
+@torch.no_grad()
+def accuracy_batches(model: nn.Module, batches: Iterable[tuple[Sequence[Tensor], Tensor]]) -> float:
+    """Top-1 accuracy of ``model`` over a stream of ``(inputs, labels)`` batches (inputs go to the model's
+    device)."""
+    model.eval()
+    dev = next(model.parameters()).device
+    correct = total = 0
+    for xs, y in batches:
+        correct += int((model(*(x.to(dev) for x in xs)).argmax(-1).cpu() == y).sum())
+        total += y.shape[0]
+    return correct / max(1, total)
 
 
 @torch.no_grad()
