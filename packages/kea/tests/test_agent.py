@@ -72,23 +72,40 @@ def test_behaviour_action_comes_from_the_flagged_module():
 
 @pytest.mark.parametrize("variant,switch_on", [("KEA-RND", "intrinsic"), ("KEA-NovelD", "intrinsic"),
                                                ("KEA-NovelD", "rnd")])
-def test_switch_happens_exactly_where_the_signal_exceeds_sigma(variant, switch_on):
-    # 4 parallel envs: 4 transitions per (costly) vector step, and the per-env flags are exercised
-    def venv():
-        return make_vec_env(lambda: DeepSea(size=5), num_envs=4)
-
+def test_the_standard_module_acts_exactly_where_the_previous_signal_exceeds_sigma(variant, switch_on, monkeypatch):
+    """The actions the environments received, not the agent's own flags: with A^SAC always choosing action 0 and
+    A^B always action 1, env i's action at step t must be 1[signal_{t−1, i} > σ] (signal as returned by
+    ``switch_signal`` at the previous step), wherever step t is not the first of an episode."""
+    n_envs, sigma = 4, 1.0
     kw = dict(SMALL, train_freq=16, gradient_steps=2)
-    ag = make_agent(variant, venv(), switch_on=switch_on, seed=0, **kw)
+    ag = make_agent(variant, make_vec_env(lambda: DeepSea(size=5), num_envs=n_envs), switch_on=switch_on,
+                    switch_threshold=sigma, seed=0, **kw)
+    monkeypatch.setattr(ag.sac, "act", lambda obs, deterministic=False: (torch.zeros(obs.shape[0], dtype=torch.long),
+                                                                         None))
+    monkeypatch.setattr(ag.standard, "act", lambda obs, deterministic=False: (torch.ones(obs.shape[0],
+                                                                                         dtype=torch.long), None))
+    signals = []
+    orig = ag.switch_signal
+
+    def record(*a, **k):
+        out = orig(*a, **k)
+        signals.append(out.detach().cpu().numpy().copy())
+        return out
+
+    monkeypatch.setattr(ag, "switch_signal", record)
     ag.learn(320)
-    ls = SMALL["learning_starts"]
-    sig, sw = np.array(ag.trace.signal[ls:]), np.array(ag.trace.switched[ls:])
-    ok = ~np.isnan(sig)
-    np.testing.assert_array_equal(sw[ok], sig[ok] > 1.0)
-    assert not sw[~ok].any() and 0 < sw.sum() < len(sw)  # both modules acted: the check is not vacuous
-    # negative control: σ = +∞ never switches on the same stream
-    ag2 = make_agent(variant, venv(), switch_on=switch_on, switch_threshold=math.inf, seed=0, **kw)
-    ag2.learn(160)
-    assert not any(ag2.trace.switched)
+    steps = ag.num_timesteps // n_envs
+    sig = np.stack(signals)  # (steps, n_envs)
+    acts = ag.buffer.actions[:ag.num_timesteps].reshape(steps, n_envs)
+    term = ag.buffer.dones[:ag.num_timesteps].reshape(steps, n_envs).astype(bool)
+    t = np.arange(1, steps)
+    learned = (t * n_envs >= SMALL["learning_starts"])[:, None]  # step t acted by the modules, not the warm-up
+    check = learned & ~term[t - 1]  # and not the first step of an episode
+    expect = sig[t - 1] > sigma
+    np.testing.assert_array_equal(acts[t][check], expect[check].astype(acts.dtype))
+    assert 0 < expect[check].sum() < check.sum()  # both modules acted: the check is not vacuous
+    # negative control: the same-step signal (an off-by-one switch) does not explain the actions
+    assert not np.array_equal(acts[t][check], (sig[t] > sigma)[check].astype(acts.dtype))
 
 
 def test_switch_signal_is_the_released_normalisation_of_the_next_state():
@@ -243,6 +260,7 @@ def test_save_load_roundtrip(tmp_path):
     (dict(train_freq=0), "train_freq"),
     (dict(ir_clip=0.0), "ir_clip"),
     (dict(noveld_alpha=1.5), "noveld_alpha"),
+    (dict(noveld_form="own"), "noveld_form"),
     (dict(intrinsic="icm"), "intrinsic"),
     (dict(standard_update="sometimes"), "standard_update"),
 ])

@@ -35,6 +35,31 @@ def test_train_then_evaluate(tmp_path):
     assert ev["episodes"] == 2 and ev["module"] == "sac" and (tmp_path / "ev" / "config.json").exists()
 
 
+@pytest.mark.parametrize("env_id,variant", [("CartPole-v1", "KEA-RND"), ("FrozenLake-v1", "KEA-NovelD"),
+                                            ("Pendulum-v1", "KEA-RND")])
+def test_train_on_any_registered_gymnasium_env_then_evaluate(tmp_path, env_id, variant):
+    """--env: Discrete actions (CartPole), a Discrete observation one-hot encoded (FrozenLake), Box actions
+    (Pendulum); evaluate rebuilds the same environment from the saved run."""
+    out = tmp_path / "run"
+    res = run_cli(main, ["train", "--env", env_id, "--variant", variant, "--steps", "120", "--learning-starts", "40",
+                         "--hidden", "16", "--batch-size", "16", "--out", str(out), "--quiet"])
+    assert res.returncode == 0, res.stderr
+    cfg = json.loads((out / "model" / "model_config.json").read_text())
+    assert cfg["env"] == {"env_id": env_id, "seed": 0}
+    assert json.loads((out / "summary.json").read_text())["episodes"] >= 1 or env_id == "Pendulum-v1"
+    res = run_cli(main, ["evaluate", "--run", str(out), "--episodes", "1", "--module", "sac", "--out",
+                         str(tmp_path / "ev")])
+    assert res.returncode == 0, res.stderr
+    assert json.loads((tmp_path / "ev" / "evaluation.json").read_text())["episodes"] == 1
+
+
+def test_bad_env_id_is_a_clean_error(tmp_path):
+    res = run_cli(main, ["train", "--env", "NoSuchEnv-v9", "--steps", "10", "--out", str(tmp_path / "x")])
+    assert res.returncode == 2 and "--env" in res.stderr and "NoSuchEnv-v9" in res.stderr
+    res = run_cli(main, ["train", "--env", "Blackjack-v1", "--steps", "10", "--out", str(tmp_path / "y")])
+    assert res.returncode == 2 and "observation space" in res.stderr  # a Tuple observation: not supported
+
+
 def test_bad_input_is_a_clean_error(tmp_path):
     res = run_cli(main, ["train", "--switch-threshold", "nan", "--steps", "10", "--out", str(tmp_path / "x")])
     assert res.returncode == 2 and "switch_threshold" in res.stderr
@@ -56,7 +81,12 @@ def test_reproduce_smoke(tmp_path):
     kinds = {c["claim"]: c["kind"] for c in data["claims"]}
     assert all(k == "property" for n, k in kinds.items() if "entropy" in n)
     assert all(k == "target" for n, k in kinds.items() if "cost" in n)
-    assert all(c["verdict"] in ("holds", "inconclusive", "fails") for c in data["claims"])
+    assert all(c["verdict"] in ("holds", "inconclusive", "fails", "untested") for c in data["claims"])
+    gates = {c["claim"] for c in data["claims"] if c["kind"] == "gate"}
+    assert len(gates) == 5  # one competence gate per agent
+    for c in data["claims"]:
+        if "fewer episodes" in c["claim"]:
+            assert c["gates"] and set(c["gates"]) <= gates
     assert any(name.startswith("Learning rate chosen on validation") for name in data["tables"])
     for f in data["figures"]:
         assert (tmp_path / "r" / f).exists()
@@ -71,7 +101,8 @@ def test_reproduce_smoke_other_tasks(tmp_path, task):
     assert res.returncode == 0, res.stderr
     data = json.loads((tmp_path / "r" / "results.json").read_text())
     validate_results(data)
-    assert all(c["kind"] == "paper" for c in data["claims"]) and data["claims"]
+    assert all(c["kind"] in ("paper", "gate") for c in data["claims"]) and data["claims"]
+    assert any(c["kind"] == "gate" for c in data["claims"])
 
 
 def test_reproduce_unknown_task_is_refused(tmp_path):

@@ -106,20 +106,44 @@ def test_ema_running_mean_std():
     assert rms.var == pytest.approx(0.9 * 1.0 + 0.1 * (5.0 - rms.mean) ** 2)
 
 
-def test_noveld_closed_form():
+def test_noveld_closed_form_paper():
+    """NovelD's Eq. 3: max(e(s') − α e(s), 0) · 1[first visit], here scaled by RND's running sd (σ_e = 2)."""
+    e_next, e_cur = torch.tensor([3.0, 1.0, 3.0, 10.0]), torch.tensor([2.0, 4.0, 2.0, 0.0])
+    fv = torch.tensor([1.0, 1.0, 0.0, 1.0])
+    stats = EMARunningMeanStd(momentum=0.9)
+    stats.mean, stats.var, stats.count = np.float64(5.0), np.float64(4.0), 10  # μ_e = 5 (unused), σ_e = 2
+    # d = max(e' − 0.5 e, 0) = [2, 0, 2, 10]; d/2 = [1, 0, 1, 5], clipped above at 2; times first visit
+    _close(noveld_reward(e_next, e_cur, fv, alpha=0.5, stats=stats, clip=2.0), torch.tensor([1.0, 0.0, 0.0, 2.0]))
+    _close(noveld_reward(e_next, e_cur, fv, alpha=0.5, stats=stats, clip=100.0), torch.tensor([1.0, 0.0, 0.0, 5.0]))
+    # never negative, whatever the novelties; a revisit scores exactly 0
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.rand(500, generator=g) * 3, torch.rand(500, generator=g) * 3
+    r = noveld_reward(a, b, torch.ones(500), stats=stats, clip=100.0)
+    assert (r >= 0).all() and (r == 0).any() and (r > 0).any()
+    assert torch.equal(noveld_reward(a, b, torch.zeros(500), stats=stats), torch.zeros(500))
+    # the statistics are read, never updated (RND's normaliser folds the stream in)
+    before = (float(stats.mean), float(stats.var), stats.count)
+    noveld_reward(a, b, torch.ones(500), stats=stats, update=True)
+    assert (float(stats.mean), float(stats.var), stats.count) == before
+
+
+def test_noveld_closed_form_centred_option():
+    """The earlier form (an option): normalised by its own running mean and sd, so first visits can score < 0."""
     e_next, e_cur = torch.tensor([3.0, 1.0, 3.0, 10.0]), torch.tensor([2.0, 4.0, 2.0, 0.0])
     fv = torch.tensor([1.0, 1.0, 0.0, 1.0])
     stats = EMARunningMeanStd(momentum=0.9)
     stats.mean, stats.var, stats.count = np.float64(1.0), np.float64(4.0), 10  # μ_d = 1, σ_d = 2
-    # d = max(e' − 0.5 e, 0) = [2, 0, 2, 10]; z = (d − 1)/2 = [0.5, −0.5, 0.5, 4.5] clipped at 2; times first visit
-    r = noveld_reward(e_next, e_cur, fv, alpha=0.5, stats=stats, clip=2.0)
+    # d = [2, 0, 2, 10]; z = (d − 1)/2 = [0.5, −0.5, 0.5, 4.5] clipped at 2; times first visit
+    r = noveld_reward(e_next, e_cur, fv, alpha=0.5, stats=stats, clip=2.0, form="centred")
     _close(r, torch.tensor([0.5, -0.5, 0.0, 2.0]))
-    r = noveld_reward(e_next, e_cur, fv, alpha=0.5, stats=stats, clip=100.0)
-    _close(r, torch.tensor([0.5, -0.5, 0.0, 4.5]))
-    # α = 0: NovelD reduces to the normalised novelty of s' (RND's z with NovelD's statistics)
-    _close(noveld_reward(e_next, e_cur, torch.ones(4), alpha=0.0, stats=stats, clip=100.0), (e_next - 1.0) / 2.0)
+    assert r[1] < 0  # a first visit below a revisit's 0: what the paper form rules out
+    # α = 0: reduces to the normalised novelty of s' with NovelD's statistics
+    _close(noveld_reward(e_next, e_cur, torch.ones(4), alpha=0.0, stats=stats, clip=100.0, form="centred"),
+           (e_next - 1.0) / 2.0)
     with pytest.raises(ValueError, match="noveld_alpha"):
         noveld_reward(e_next, e_cur, fv, alpha=1.5, stats=stats)
+    with pytest.raises(ValueError, match="noveld_form"):
+        noveld_reward(e_next, e_cur, fv, stats=stats, form="clipped")
 
 
 def _filled_buffer(alpha, prioritized=True, n=50):

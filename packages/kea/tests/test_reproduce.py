@@ -67,8 +67,23 @@ def test_tuning_is_alike_and_picks_the_best_validation_score(monkeypatch):
 def test_solve_episode_and_coverage_readout():
     assert R.solve_episode({"solved_episode": None}, 400) == 400.0
     assert R.solve_episode({"solved_episode": 30}, 400) == 30.0
-    r = {"coverage": [[20, 5], [40, 9], [60, 12]]}
-    assert R.coverage_at(r, 45) == 9.0 and R.coverage_at(r, 1000) == 12.0 and R.coverage_at(r, 10) == 0.0
+    r = {"coverage": [[20, 5, 0], [40, 9, 3], [60, 12, 7]]}  # (episode, all states, after the warm-up)
+    assert R.coverage_at(r, 45) == 3.0 and R.coverage_at(r, 1000) == 7.0 and R.coverage_at(r, 10) == 0.0
+    assert R.coverage_at(r, 45, after_warmup=False) == 9.0 and R.coverage_at(r, 1000, after_warmup=False) == 12.0
+
+
+def test_declared_module_and_competence_gate():
+    from kea.experiment import declared_module
+
+    assert declared_module("KEA-RND") == "standard" and declared_module("KEA-NovelD", "sac") == "sac"
+    assert all(declared_module(v) == "sac" for v in ("SAC", "RND-SAC", "NovelD-SAC"))
+    with pytest.raises(ValueError, match="kea_eval_module"):
+        declared_module("KEA-RND", "either")
+    ctrl = R.deepsea_controls(10)
+    solved = [{"declared_module": "standard", "final_return_declared": 0.99, "solved_episode": 300}] * 5
+    unsolved = [{"declared_module": "sac", "final_return_declared": -0.005, "solved_episode": None}] * 5
+    assert R.competence_gate("DeepSea N=10", "KEA-RND", solved, optimum=0.99, controls=ctrl).verdict == "holds"
+    assert R.competence_gate("DeepSea N=10", "SAC", unsolved, optimum=0.99, controls=ctrl).verdict == "fails"
 
 
 def test_ablation_uses_new_seeds_and_passes_its_options_to_the_agent():
@@ -104,8 +119,11 @@ def test_grid_edge_extension_submits_the_new_point_in_both_tasks(monkeypatch, tm
         seen.append((v, lr))
         good = v in best and abs(lr - best[v]) < 1e-12
         edge = v == "SAC" and abs(lr - 1e-3) < 1e-12
-        return {"variant": v, "seed": job["seed"], "solved_episode": 2 if good else (4 if edge else None),
-                "first_success_episode": None, "switch_fraction": 0.0, "steps_per_s": 1.0}
+        solved = 2 if good else (4 if edge else None)
+        return {"variant": v, "seed": job["seed"], "solved_episode": solved,
+                "first_success_episode": None, "switch_fraction": 0.0, "steps_per_s": 1.0,
+                "declared_module": "standard" if v.startswith("KEA") else "sac",
+                "final_return_declared": 1.0 if solved else 0.0}
 
     monkeypatch.setattr(R, "_run", fake_run)
     monkeypatch.setattr(R, "_pool", lambda workers: R.ForkPool(1))  # inline: fake_run is called here

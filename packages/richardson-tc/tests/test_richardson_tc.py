@@ -82,6 +82,37 @@ def test_richardson_fixed_point_is_the_direct_masked_solve():
     assert np.linalg.norm(em.x - direct) / np.linalg.norm(direct) > 1e-2
 
 
+def test_prepared_observed_gives_the_same_iterates_with_one_pass_per_update(monkeypatch):
+    """Issue 67: Ω prepared once (Observed) gives exactly the tuple's iterates, and a call then makes no pass over
+    the full array beyond the lifted target itself: no finiteness check, no b_obs rebuild, no loss under the step
+    rule (one np.where per update; the loss only when a stop rule or the caller reads it)."""
+    from richardson_tc.richardson import Observed
+
+    x, mask, f = _problem(p=0.2)
+    raw = (unfold(mask, 0), unfold(np.where(mask, x, 0), 0))
+    prepared = Observed.prepare(*raw)
+    a = lifted_richardson(CPModeSolver(f, 0), f[0], raw, tol=1e-6, max_inner=50, accelerate=True)
+    counts = {"where": 0, "isfinite": 0, "vdot": 0}
+    full = raw[0].size
+    for name in counts:
+        orig = getattr(np, name)
+
+        def counted(*args, _o=orig, _n=name, **kw):  # passes over the full [I_n, J] array only
+            counts[_n] += int(any(np.size(a) == full for a in args))
+            return _o(*args, **kw)
+
+        monkeypatch.setattr(np, name, counted)
+    b = lifted_richardson(CPModeSolver(f, 0), f[0], prepared, tol=1e-6, max_inner=50, accelerate=True)
+    monkeypatch.undo()
+    np.testing.assert_array_equal(a.x, b.x)
+    assert (a.updates, a.jumps) == (b.updates, b.jumps) and b.updates > 3
+    assert counts == {"where": b.updates, "isfinite": 0, "vdot": 0}
+    # the loss is computed when asked for, and then equals ‖b_Ω − (Ax)_Ω‖² at every iterate
+    c = lifted_richardson(CPModeSolver(f, 0), f[0], prepared, tol=1e-6, max_inner=3, track_loss=True)
+    assert len(c.losses) == 4 and c.losses[-1] == pytest.approx(
+        float(np.sum(np.where(raw[0], raw[1] - CPModeSolver(f, 0).predict(c.x), 0) ** 2)))
+
+
 def test_accelerated_richardson_reaches_the_same_fixed_point_with_fewer_updates():
     x, mask, f = _problem(p=0.2)
     obs = (unfold(mask, 0), unfold(np.where(mask, x, 0), 0))

@@ -44,7 +44,7 @@ import torch
 from gymnasium import spaces
 
 from kea.buffer import PrioritizedReplayBuffer
-from kea.intrinsic import RND
+from kea.intrinsic import NOVELD_FORMS, RND
 from kea.sac import ContinuousSAC, DiscreteSAC, KEAConfigError
 
 STANDARD_UPDATES = ("first_success", "never", "always")
@@ -67,6 +67,8 @@ class Trace:
     episode_success: list[bool] = field(default_factory=list)
     distinct_states: list[int] = field(default_factory=list)
     """Distinct states acted in over the whole run, after each episode."""
+    distinct_states_learn: list[int] = field(default_factory=list)
+    """Distinct states acted in after the random warm-up (the agent's own actions only), after each episode."""
     first_success_episode: int | None = None
     gate_open_step: int | None = None
     switched: list[bool] = field(default_factory=list)
@@ -107,7 +109,9 @@ class KEA:
       the end of each ``learn`` call; ``reproduce`` passes the run's total transitions).
     * RND: ``ir_feat_dim`` (16), ``ir_hidden`` ((16, 32)), ``ir_lr`` (5e-4), ``ir_train_freq`` (16),
       ``ir_epochs`` (2), ``ir_clip`` (2), ``ir_momentum`` (None = 0.9^(n_envs/4): the released 40-transition
-      window); NovelD ``noveld_alpha`` (0.5), ``noveld_round`` (decimals for visit keys of continuous states).
+      window); NovelD ``noveld_alpha`` (0.5), ``noveld_round`` (decimals for visit keys of continuous states),
+      ``noveld_form`` ("paper": NovelD's never-negative reward scaled by RND's running sd; "centred": the earlier
+      form normalised by its own running mean and sd, see :mod:`kea.intrinsic`).
     * ``seed``, ``device`` ("cpu").
     """
 
@@ -121,7 +125,8 @@ class KEA:
                  policy_steps: int = 2, per: bool = True, per_alpha: float = 0.6, per_beta0: float = 0.4,
                  per_beta_steps: int | None = None, ir_feat_dim: int = 16, ir_hidden: tuple[int, ...] = (16, 32),
                  ir_lr: float = 5e-4, ir_train_freq: int = 16, ir_epochs: int = 2, ir_clip: float = 2.0,
-                 ir_momentum: float | None = None, noveld_alpha: float = 0.5, noveld_round: int = 2, seed: int = 0,
+                 ir_momentum: float | None = None, noveld_alpha: float = 0.5, noveld_round: int = 2,
+                 noveld_form: str = "paper", seed: int = 0,
                  device: str = "cpu") -> None:
         venv, is_vec = _as_vector_env(env)
         obs_space, act_space = venv.single_observation_space, venv.single_action_space
@@ -167,6 +172,8 @@ class KEA:
                 f"(learning_starts={learning_starts}, train_freq={train_freq}); raise learning_starts")
         if not (0.0 <= noveld_alpha <= 1.0):
             raise KEAConfigError(f"noveld_alpha must be in [0, 1], got {noveld_alpha!r}")
+        if noveld_form not in NOVELD_FORMS:
+            raise KEAConfigError(f"noveld_form must be one of {NOVELD_FORMS}, got {noveld_form!r}")
         if not (ir_clip > 0) or math.isinf(ir_clip):
             raise KEAConfigError(f"ir_clip must be a finite number > 0, got {ir_clip!r}")
         if not (0.0 <= per_alpha <= 1.0):
@@ -195,6 +202,7 @@ class KEA:
         self.policy_freq, self.policy_steps = int(policy_freq), int(policy_steps)
         self.ir_train_freq, self.ir_epochs = int(ir_train_freq), int(ir_epochs)
         self.noveld_alpha, self.noveld_round, self.ir_clip = float(noveld_alpha), int(noveld_round), float(ir_clip)
+        self.noveld_form = noveld_form
         self.per_beta0, self.per_beta_steps = float(per_beta0), per_beta_steps
         self.seed = int(seed)
         if alpha is None:
@@ -211,7 +219,7 @@ class KEA:
             per_alpha=per_alpha, per_beta0=per_beta0, per_beta_steps=per_beta_steps, ir_feat_dim=ir_feat_dim,
             ir_hidden=list(ir_hidden), ir_lr=ir_lr, ir_train_freq=ir_train_freq, ir_epochs=ir_epochs,
             ir_clip=ir_clip, ir_momentum=ir_momentum, noveld_alpha=noveld_alpha, noveld_round=noveld_round,
-            seed=seed)
+            noveld_form=noveld_form, seed=seed)
         module_cls = DiscreteSAC if self.discrete else ContinuousSAC
         kw = dict(observation_space=obs_space, action_space=act_space, hidden=tuple(hidden),
                   dropout=dropout, dropout_in_targets=dropout_in_targets, alpha=alpha, gamma=gamma, tau=tau, lr=lr)
@@ -246,6 +254,7 @@ class KEA:
         self._ep_return = np.zeros(self.n_envs)
         self._ep_visits: list[set[bytes]] = [set() for _ in range(self.n_envs)]
         self._visited: set[bytes] = set()
+        self._visited_learn: set[bytes] = set()  # states visited by the agent's own actions (after the warm-up)
         self._recent: list[np.ndarray] = []
         self._beta_end: int | None = None
 
@@ -275,8 +284,8 @@ class KEA:
 
         ``update=True`` folds the values into the running statistics (collected stream only)."""
         z = self.rnd.normalise(e_next, update=update)
-        nd = (self.rnd.noveld(e_next, e_cur, first_visit, alpha=self.noveld_alpha, update=update)
-              if self.intrinsic == "noveld" else None)
+        nd = (self.rnd.noveld(e_next, e_cur, first_visit, alpha=self.noveld_alpha, update=update,
+                              form=self.noveld_form) if self.intrinsic == "noveld" else None)
         if self.intrinsic == "noveld" and self.switch_on == "intrinsic":
             return nd
         return z
@@ -393,6 +402,8 @@ class KEA:
                 first[i] = key not in self._ep_visits[i]
                 self._ep_visits[i].add(key)
                 self._visited.add(self._visit_key(obs[i]))
+                if not warm:
+                    self._visited_learn.add(self._visit_key(obs[i]))
             prev_steps = self.num_timesteps
             self.num_timesteps += n
             if self.rnd is not None:
@@ -423,6 +434,7 @@ class KEA:
                     self.trace.episode_ends.append(self.num_timesteps)
                     self.trace.episode_success.append(ok)
                     self.trace.distinct_states.append(len(self._visited))
+                    self.trace.distinct_states_learn.append(len(self._visited_learn))
                     if ok and self.trace.first_success_episode is None:
                         self.trace.first_success_episode = len(self.trace.episode_returns)
                     if (ok and not self.gate_open and self.standard is not None
@@ -466,7 +478,7 @@ class KEA:
         if self.intrinsic == "rnd":
             return self.rnd.normalise(e_next, update=False)
         return self.rnd.noveld(e_next, self.rnd.error(self._ir_in(obs)), first_visit, alpha=self.noveld_alpha,
-                               update=False)
+                               update=False, form=self.noveld_form)
 
     def _update(self) -> None:
         """One critic step of each active module on ONE shared minibatch (+ actor steps every ``policy_freq``),

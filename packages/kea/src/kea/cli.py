@@ -29,6 +29,11 @@ class TrainConfig(CommonOptions):
     task: Literal["deepsea", "gridnav", "mountaincar", "sparse-mountaincar", "sparse-reacher"] = "deepsea"
     """Environment: bsuite-exact DeepSea, the 2-D grid navigation task, MountainCarContinuous-v0, its sparse variant
     (reward 1 only at the flag) or sparse MuJoCo Reacher (extra kea[mujoco])."""
+    env: str | None = None
+    """A registered gymnasium environment id instead of --task (e.g. CartPole-v1, Pendulum-v1, or your own:
+    'your.module:YourEnv-v0' imports your module, which registers it). Discrete or Box actions; a 1-D Box or
+    Discrete observation. The standard module's gate opens at the first episode with info['is_success'] (or a
+    positive return)."""
     size: int = 8
     """DeepSea N, grid side length or SparseMountainCar episode length (ignored for mountaincar, sparse-reacher)."""
     variant: Literal["KEA-RND", "KEA-NovelD", "RND-SAC", "NovelD-SAC", "SAC"] = "KEA-RND"
@@ -70,12 +75,12 @@ class EvaluateConfig(BaseOptions):
     """Which SAC module acts: auto (standard once trained, else novelty-augmented), sac or standard."""
 
 
-def _agent_kwargs(cfg: TrainConfig) -> dict:
+def _agent_kwargs(cfg: TrainConfig, *, discrete: bool = False) -> dict:
     kw = dict(switch_threshold=cfg.switch_threshold, standard_update=cfg.standard_update, beta_i=cfg.beta_i,
               learning_starts=cfg.learning_starts, train_freq=cfg.train_freq, gradient_steps=cfg.gradient_steps,
               hidden=(cfg.hidden, cfg.hidden), batch_size=cfg.batch_size,
               buffer_size=max(cfg.steps, cfg.batch_size))
-    if cfg.task in ("deepsea", "gridnav"):
+    if (cfg.env is None and cfg.task in ("deepsea", "gridnav")) or discrete:
         kw["alpha"] = cfg.alpha
     if cfg.beta_e is not None:
         kw["beta_e"] = cfg.beta_e
@@ -85,12 +90,17 @@ def _agent_kwargs(cfg: TrainConfig) -> dict:
     return kw
 
 
-def _make_env(task: str, *, size: int, seed: int, what: str = "--task"):
-    """``kea.experiment.make_env``; a task whose simulator is not installed (MuJoCo for sparse-reacher) is a clean
-    error naming ``what`` and the extra to install."""
+def _make_env(task: str, *, size: int, seed: int, what: str = "--task", env_id: str | None = None):
+    """``kea.experiment.make_env`` (or the gymnasium environment ``env_id``, :func:`kea.envs.make_gym_env`); a task
+    whose simulator is not installed (MuJoCo for sparse-reacher) is a clean error naming ``what`` and the extra to
+    install."""
     from kea.errors import KEAError
     from kea.experiment import make_env
 
+    if env_id is not None:
+        from kea.envs import make_gym_env
+
+        return make_gym_env(env_id, what="--env" if what == "--task" else what)
     try:
         return make_env(task, size=size, seed=seed)
     except ImportError as exc:
@@ -111,15 +121,17 @@ def train(cfg: TrainConfig) -> int:
     if cfg.size < 2:
         raise ValueError(f"--size must be >= 2, got {cfg.size}")
     seed_everything(cfg.seed)
-    env = _make_env(cfg.task, size=cfg.size, seed=cfg.seed)  # before the run folder: MuJoCo may be missing
+    env = _make_env(cfg.task, size=cfg.size, seed=cfg.seed, env_id=cfg.env)  # before the run folder
     from icml25.device import resolve_device
 
     device = resolve_device(cfg.device)
     rd = open_run_dir("kea", cfg)
     rd.write_config(cfg)
     rd.write_env(device=str(device))
-    kw = _agent_kwargs(cfg) | {"device": str(device)}
-    if cfg.task == "deepsea" and "beta_e" not in kw:
+    import gymnasium as gym
+
+    kw = _agent_kwargs(cfg, discrete=isinstance(env.action_space, gym.spaces.Discrete)) | {"device": str(device)}
+    if cfg.env is None and cfg.task == "deepsea" and "beta_e" not in kw:
         kw["beta_e"] = float(cfg.size)
     agent = make_agent(cfg.variant, env, seed=cfg.seed, **kw)
 
@@ -129,13 +141,15 @@ def train(cfg: TrainConfig) -> int:
                gate_open=ag.gate_open, switch_fraction=float(sum(tr.switched[-200:]) / max(len(tr.switched[-200:]), 1)))
 
     agent.learn(cfg.steps, callback=log, progress=not cfg.quiet)
-    agent.save(rd.path / "model", env_config={"task": cfg.task, "size": cfg.size, "seed": cfg.seed})
+    env_config = ({"env_id": cfg.env, "seed": cfg.seed} if cfg.env is not None
+                  else {"task": cfg.task, "size": cfg.size, "seed": cfg.seed})
+    agent.save(rd.path / "model", env_config=env_config)
     tr = agent.trace
     summary = {"episodes": len(tr.episode_returns), "first_success_episode": tr.first_success_episode,
                "gate_open_step": tr.gate_open_step, "seconds": tr.seconds}
     rd.write_json("summary.json", summary)
     if not cfg.quiet:
-        print(f"trained {cfg.variant} on {cfg.task}: {summary}; saved to {rd.target / 'model'}")
+        print(f"trained {cfg.variant} on {cfg.env or cfg.task}: {summary}; saved to {rd.target / 'model'}")
     return 0
 
 
@@ -153,13 +167,20 @@ def evaluate(cfg: EvaluateConfig) -> int:
     from icml25.errors import UserInputError, read_json
 
     env_cfg = read_json(model / "model_config.json", what="--run config", required=("env",))["env"]
-    if not isinstance(env_cfg, dict) or any(k not in env_cfg for k in ("task", "size", "seed")):
-        raise UserInputError(f"{str(model / 'model_config.json')!r}: 'env' must hold the keys task, size, seed")
+    keys = ("env_id", "seed") if isinstance(env_cfg, dict) and "env_id" in env_cfg else ("task", "size", "seed")
+    if not isinstance(env_cfg, dict) or any(k not in env_cfg for k in keys):
+        raise UserInputError(f"{str(model / 'model_config.json')!r}: 'env' must hold the keys task, size, seed "
+                             "(or env_id, seed)")
     what = f"--run {str(model / 'model_config.json')!r}: env task"
-    env = _make_env(env_cfg["task"], size=env_cfg["size"], seed=env_cfg["seed"], what=what)
-    agent = KEA.load(model, env)
-    ret = greedy_return(agent, _make_env(env_cfg["task"], size=env_cfg["size"], seed=cfg.seed, what=what),
-                        module=cfg.module, episodes=cfg.episodes)
+
+    def build(seed: int):
+        if "env_id" in env_cfg:
+            return _make_env("", size=0, seed=seed, what=what.replace("env task", "env_id"),
+                             env_id=str(env_cfg["env_id"]))
+        return _make_env(env_cfg["task"], size=env_cfg["size"], seed=seed, what=what)
+
+    agent = KEA.load(model, build(env_cfg["seed"]))
+    ret = greedy_return(agent, build(cfg.seed), module=cfg.module, episodes=cfg.episodes)
     res = {"mean_return": ret, "episodes": cfg.episodes, "module": cfg.module}
     rd = open_run_dir("kea", cfg)  # --out was checked before the work (method_main)
     rd.write_config(cfg)

@@ -66,7 +66,8 @@ class Config:
     eval_every: int = 20
     """Greedy evaluation of both modules every this many episodes."""
     coverage_episode: int = 260
-    """Episode at which the distinct-state counts are compared (before most runs solve)."""
+    """Episode at which the distinct-state counts are compared (before most runs solve): the states the agents' own
+    actions reached after the shared random warm-up (which alone visits nearly every cell of N = 10)."""
     num_envs: int = 4
     """Parallel environments (released: 4)."""
     train_freq: int = 16

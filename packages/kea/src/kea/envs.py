@@ -222,6 +222,33 @@ def make_vec_env(make: Callable[[], gym.Env], *, num_envs: int = 4) -> gym.vecto
                                     autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
+def make_gym_env(env_id: str, *, what: str = "--env") -> gym.Env:
+    """A registered gymnasium environment for :class:`kea.KEA` (``gym.make(env_id)``; ``"pkg.module:Name-v0"``
+    imports ``pkg.module`` first, so a user's own environment registers itself). Actions must be Discrete or Box;
+    a Discrete observation is one-hot encoded into a 1-D Box; anything else is a clear error naming ``what``."""
+    if not isinstance(env_id, str) or not env_id.strip():
+        raise ValueError(f"{what} must be a registered gymnasium environment id, got {env_id!r}")
+    try:
+        env = gym.make(env_id)
+    except (gym.error.Error, ModuleNotFoundError, ImportError) as exc:
+        raise ValueError(f"{what} {env_id!r} is not a registered gymnasium environment ({type(exc).__name__}: "
+                         f"{exc}); register it with gymnasium.register or pass 'your.module:YourEnv-v0'") from None
+    act = env.action_space
+    if not isinstance(act, (gym.spaces.Discrete, gym.spaces.Box)):
+        env.close()
+        raise ValueError(f"{what} {env_id!r}: the action space must be Discrete or Box, got {act!r}")
+    obs = env.observation_space
+    if isinstance(obs, gym.spaces.Discrete):
+        n, start = int(obs.n), int(obs.start)
+        box = gym.spaces.Box(0.0, 1.0, (n,), np.float32)
+        env = gym.wrappers.TransformObservation(env, lambda o: np.eye(n, dtype=np.float32)[int(o) - start], box)
+    elif not (isinstance(obs, gym.spaces.Box) and len(obs.shape) == 1):
+        env.close()
+        raise ValueError(f"{what} {env_id!r}: the observation space must be a 1-D Box or Discrete, got {obs!r} "
+                         "(flatten it with a gymnasium wrapper first)")
+    return env
+
+
 def _register() -> None:
     for env_id, entry in (("kea/DeepSea-v0", "kea.envs:DeepSea"), ("kea/GridNav-v0", "kea.envs:GridNav"),
                           ("kea/SparseMountainCar-v0", "kea.envs:SparseMountainCar"),

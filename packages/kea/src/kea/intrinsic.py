@@ -12,15 +12,20 @@ normalised with an exponential running mean/std (momentum m, :class:`EMARunningM
 ``z`` is KEA's switching statistic (the standard agent acts where ``z(s_{t+1}) > σ``) and RND's intrinsic reward.
 The statistics are updated only on the collected stream; minibatch recomputation reads them without updating.
 
-NovelD (Zhang et al., 2021): the novelty difference of a transition, normalised like RND's reward by its own
-exponential running mean/std (statistics ``μ_d, σ_d``, updated on the collected stream only), then gated by the
-episodic first visit:
+NovelD (Zhang et al., 2021, Eq. 3): the novelty difference of a transition, gated by the episodic first visit,
+never negative:
 
-    d(s, s')        = max(e(s') − α e(s), 0)                                                    α = 0.5
-    r_NovelD(s, s') = clip((d − μ_d) / (σ_d + 1e-8), −c, c) · 1[s' first visited in this episode]
+    r_NovelD(s, s') = max(e(s') − α e(s), 0) / (σ_e + 1e-8) · 1[s' first visited in this episode]     α = 0.5
 
-With the same normalisation as RND, KEA's switching threshold σ = 1 means "one running sd above the mean" for both
-intrinsic rewards; KEA-NovelD switches on ``r_NovelD`` (the paper's NovelD variant), RND's ``z(s')`` is an option.
+(``noveld_form="paper"``, the default). The division by RND's running sd ``σ_e`` (the same statistics ``z``
+uses; a positive scale, so the sign and the ordering of NovelD's formula are untouched) puts the reward in the
+same units as RND's, so that β_i and KEA's switching threshold σ = 1 mean the same for both agents; it is clipped
+above at c like RND's. A first visit scores ≥ 0 and a revisit exactly 0, as in NovelD.
+``noveld_form="centred"`` is this package's earlier form, kept as a named option: the difference normalised by
+its *own* running mean and sd, ``clip((d − μ_d)/(σ_d + 1e-8), −c, c) · 1[first visit]`` — about half of first
+visits then score below a revisit's 0, unlike NovelD. (The released KEA code has no NovelD to follow.)
+
+With either form, KEA-NovelD switches on ``r_NovelD`` (the paper's NovelD variant); RND's ``z(s')`` is an option.
 """
 
 from __future__ import annotations
@@ -114,10 +119,14 @@ class RND(nn.Module):
         return ema_normalise(self.stats, err, clip=self.clip, update=update)
 
     def noveld(self, e_next: torch.Tensor, e_cur: torch.Tensor, first_visit: torch.Tensor, *, alpha: float = 0.5,
-               update: bool) -> torch.Tensor:
-        """``r_NovelD (B,)`` from raw novelties ``e(s'), e(s)`` (B,) and first-visit flags (B,) (module docstring)."""
-        return noveld_reward(e_next, e_cur, first_visit, alpha=alpha, stats=self.nd_stats, clip=self.clip,
-                             update=update)
+               update: bool, form: str = "paper") -> torch.Tensor:
+        """``r_NovelD (B,)`` from raw novelties ``e(s'), e(s)`` (B,) and first-visit flags (B,) (module docstring).
+
+        ``form="paper"`` scales by RND's statistics (read only: :meth:`normalise` folds the stream in);
+        ``form="centred"`` normalises by the NovelD difference's own statistics (``update`` folds into them)."""
+        stats = self.stats if form == "paper" else self.nd_stats
+        return noveld_reward(e_next, e_cur, first_visit, alpha=alpha, stats=stats, clip=self.clip,
+                             update=update and form == "centred", form=form)
 
     def train_on(self, obs: torch.Tensor, *, epochs: int = 2) -> float:
         """``epochs`` Adam steps of the predictor on ``obs`` ``(B, obs_dim)``; returns the last loss."""
@@ -141,10 +150,24 @@ def ema_normalise(stats: EMARunningMeanStd, x: torch.Tensor, *, clip: float, upd
     return ((x - mu) / (sd + 1e-8)).clamp(-clip, clip)
 
 
+NOVELD_FORMS = ("paper", "centred")
+
+
 def noveld_reward(e_next: torch.Tensor, e_cur: torch.Tensor, first_visit: torch.Tensor, *, alpha: float = 0.5,
-                  stats: EMARunningMeanStd, clip: float = 2.0, update: bool = False) -> torch.Tensor:
-    """NovelD: ``clip((max(e(s') − α e(s), 0) − μ_d)/(σ_d + 1e-8), −c, c) · first_visit``; all tensors ``(B,)``."""
+                  stats: EMARunningMeanStd, clip: float = 2.0, update: bool = False,
+                  form: str = "paper") -> torch.Tensor:
+    """NovelD's reward ``(B,)`` of transitions with raw novelties ``e(s'), e(s)`` and first-visit flags (all ``(B,)``).
+
+    ``form="paper"``: ``min(max(e(s') − α e(s), 0)/(σ + 1e-8), c) · first_visit`` with ``σ`` the sd in ``stats``
+    (RND's novelty statistics; never updated here); ``form="centred"``:
+    ``clip((max(e(s') − α e(s), 0) − μ_d)/(σ_d + 1e-8), −c, c) · first_visit`` with ``stats`` the difference's own
+    (``update=True`` folds ``d`` in first)."""
     if not (0.0 <= alpha <= 1.0):
         raise ValueError(f"noveld_alpha must be in [0, 1], got {alpha!r}")
+    if form not in NOVELD_FORMS:
+        raise ValueError(f"noveld_form must be one of {NOVELD_FORMS}, got {form!r}")
     d = (e_next - alpha * e_cur).clamp(min=0.0)
+    if form == "paper":
+        sd = math.sqrt(float(stats.var))
+        return (d / (sd + 1e-8)).clamp(max=clip) * first_visit
     return ema_normalise(stats, d, clip=clip, update=update) * first_visit

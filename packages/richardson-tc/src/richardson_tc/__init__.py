@@ -13,6 +13,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "History": "richardson_tc.complete",
     "lifted_richardson": "richardson_tc.richardson",
     "RichardsonResult": "richardson_tc.richardson",
+    "Observed": "richardson_tc.richardson",
     "aitken_jump": "richardson_tc.richardson",
     "masked_lstsq": "richardson_tc.solvers",
     "CPModeSolver": "richardson_tc.solvers",

@@ -23,7 +23,7 @@ import numpy as np
 from richardson_tc.cp import cp_reconstruct, init_factors, relative_error, unfold
 from richardson_tc.data import ObservedEntries, check_tensor_and_mask
 from richardson_tc.errors import RichardsonTcError
-from richardson_tc.richardson import Stopper, check_max_inner, check_tol, lifted_richardson
+from richardson_tc.richardson import Observed, Stopper, check_max_inner, check_tol, lifted_richardson
 from richardson_tc.solvers import METHODS, CPModeSolver, SampledCPModeSolver, masked_lstsq
 
 SOLVERS = ("lifted", "direct", "direct-loop", "em")
@@ -169,6 +169,7 @@ def cp_complete(
         clean = np.where(mask, tensor, 0.0)
         x_unf = [unfold(clean, n) for n in range(len(shape))]  # [I_n, J]
         m_unf = [unfold(mask, n) for n in range(len(shape))]
+        prepared = [Observed.prepare(m_unf[n], x_unf[n]) for n in range(len(shape))]  # Ω checked once
     hist.setup_seconds = time.perf_counter() - t_start
     elapsed = hist.setup_seconds
     for sweep in range(n_sweeps):
@@ -186,7 +187,7 @@ def cp_complete(
             else:
                 block = CPModeSolver(factors, n, ridge=ridge)
                 hist.singular_grams += int(block.solve_gram.singular)
-                res = lifted_richardson(block, factors[n], (m_unf[n], x_unf[n]), tol=tol,
+                res = lifted_richardson(block, factors[n], prepared[n], tol=tol,
                                         max_inner=1 if solver == "em" else max_inner,
                                         accelerate=accelerate and solver != "em", stop_rule=stop_rule)
                 factors[n], updates, jumps = res.x, res.updates, res.jumps

@@ -257,6 +257,25 @@ def _select_eps(cfg: Config, p: float, problem=None, rank: int | None = None, na
     return sel, direct
 
 
+def matched_error_gate(cfg: Config, what: str, p: float, lifted: list[float], direct: list[float]) -> Claim:
+    """Gate of every speed claim: lifted's held-out RRE is at most (1 + margin)× the direct solver's, per seed."""
+    return Claim.gate(
+        claim=f"{what}, p = {p}: lifted + acceleration matches the direct solver's held-out error "
+              f"(≤ {1 + cfg.accuracy_margin:.2f}×)",
+        metric="held-out RRE", ours=lifted, higher_is_better=False, paired=True,
+        controls={f"direct solver's held-out RRE × {1 + cfg.accuracy_margin:.2f}":
+                  [(1 + cfg.accuracy_margin) * d for d in direct]},
+        paper="speed is compared at matched accuracy: a speed-up at a worse error is not a speed-up")
+
+
+def mean_predictor_rre(x: np.ndarray, mask: np.ndarray) -> float:
+    """Held-out RRE of the trivial control that predicts the mean of the observed entries everywhere."""
+    from richardson_tc.cp import relative_error
+
+    test = ~mask & np.isfinite(x)
+    return relative_error(x, np.full(x.shape, float(np.mean(x[mask]))), test) if test.any() else float("nan")
+
+
 VARIANTS = ("direct", "direct-loop", "em", "em-tensorly", "lifted", "lifted-accel", "lifted-sampled", "released rule")
 LABELS = {"direct": "direct (vectorised)", "direct-loop": "direct (official per-entry loop)", "em": "EM-ALS",
           "em-tensorly": "EM-ALS, tensorly parafac(mask=)",
@@ -289,22 +308,26 @@ def speed_accuracy(cfg: Config, seeds: list[int], out: Path) -> Section:
         return [r[key] for r in res[(p, v)]]
 
     ps = list(cfg.ps)
-    for p in [q for q in (0.1, 0.5, 0.9) if q in ps] or [ps[-1]]:
-        sec.add(Claim.compare(
-            claim=f"Lifted + acceleration is faster than the official-style direct loop at equal accuracy (p = {p})",
-            metric="total solve time (s)", ours=vals(p, "lifted-accel", "total"),
-            baseline=vals(p, "direct-loop", "total"), baseline_name=LABELS["direct-loop"], higher_is_better=False,
-            paired=True, paper=LOGS, note=f"{sels[f'p = {p}'].note()}; loop total extrapolated from "
-            f"{cfg.loop_sweeps} measured sweep(s); the accuracy is checked by the held-out RRE claims"))
-    for p in [q for q in (0.1, 0.9) if q in ps] or [ps[0]]:
-        sec.add(Claim.compare(
-            claim=f"Lifted + acceleration is faster than a vectorised direct masked solver (p = {p})",
-            metric="total solve time (s)", ours=vals(p, "lifted-accel", "total"), baseline=vals(p, "direct", "total"),
-            baseline_name=LABELS["direct"], higher_is_better=False, paired=True,
-            paper="abstract: 'can be 100x faster than direct methods'; note: against a grouped BLAS direct solver "
-                  "the gain is ≈ pR/k and can be < 1 at small p", note=sels[f"p = {p}"].note()))
     p_lo = min([q for q in ps if q >= 0.1] or ps)
     for p in [q for q in (0.1, 0.5, 0.9) if q in ps] or [p_lo]:
+        gate = matched_error_gate(cfg, f"random CP {cfg.shape}", p, vals(p, "lifted-accel", "test_rre"),
+                                  vals(p, "direct", "test_rre"))
+        sec.add(gate)
+        sec.add(Claim.compare(
+            claim=f"Lifted + acceleration is faster than a vectorised direct masked solver at matched held-out error "
+                  f"(p = {p})",
+            metric="total solve time (s)", ours=vals(p, "lifted-accel", "total"), baseline=vals(p, "direct", "total"),
+            baseline_name=LABELS["direct"], higher_is_better=False, paired=True, gates=[gate.claim],
+            paper="abstract: 'can be 100x faster than direct methods'; note: against a grouped BLAS direct solver "
+                  "the gain is ≈ pR/k and can be < 1 at small p", note=sels[f"p = {p}"].note()))
+        sec.add(Claim.compare(
+            claim=f"Lifted + acceleration is faster than the official-style direct loop at matched held-out error "
+                  f"(p = {p})",
+            metric="total solve time (s)", ours=vals(p, "lifted-accel", "total"),
+            baseline=vals(p, "direct-loop", "total"), baseline_name=LABELS["direct-loop"], higher_is_better=False,
+            paired=True, paper=LOGS, gates=[gate.claim], note=f"{sels[f'p = {p}'].note()}; loop total extrapolated "
+            f"from {cfg.loop_sweeps} measured sweep(s); the released code's solver, kept for comparison with its logs "
+            "(the speed-up that matters is against the vectorised solver)"))
         margin = cfg.accuracy_margin * float(np.mean(vals(p, "direct", "test_rre")))
         sec.add(Claim.compare(
             claim=f"Lifted + acceleration reaches the direct solver's held-out error (within "
@@ -313,6 +336,17 @@ def speed_accuracy(cfg: Config, seeds: list[int], out: Path) -> Section:
             margin=-margin, paired=True, note=sels[f"p = {p}"].note() + "; the per-entry loop has the same iterates",
             paper="official logs, random CP-16 100³, p = 0.1: RRE² 0.0023 (direct) vs 0.0050 (lifted+accel, "
                   "ε = 0.01)"))
+    for p in sorted({p_lo, max(ps)}):
+        em_step, tl_step = vals(p, "em", "step_median"), vals(p, "em-tensorly", "step_median")
+        sec.add(Claim.compare(
+            claim=f"EM-ALS costs no more per ALS step than the released EM-ALS baseline (tensorly parafac(mask=), "
+                  f"p = {p})", metric="seconds per ALS step (median)", ours=em_step, baseline=tl_step,
+            baseline_name=LABELS["em-tensorly"], higher_is_better=False, paired=True, kind="target",
+            margin=-0.05 * float(np.mean(tl_step)),
+            paper="issue 67: our EM-ALS was 0.41–0.47× the released one per step (per-call passes over the full "
+                  "array); target: at least as fast (within 5 %)",
+            note="Ω prepared once per run (no per-call rebuild or finiteness pass), the loss computed only when a "
+                 "stop rule reads it; ours re-imputes before every mode update, tensorly once per sweep"))
     sec.add(Claim.compare(
         claim=f"EM-ALS (one inner step) is less accurate than lifting at low p (p = {p_lo})", metric="held-out RRE",
         ours=vals(p_lo, "lifted-accel", "test_rre"), baseline=vals(p_lo, "em", "test_rre"),
@@ -373,6 +407,49 @@ def speed_accuracy(cfg: Config, seeds: list[int], out: Path) -> Section:
     sec.notes += [s.note() for s in sels.values()]
     sec.tables.update(_memory_table(cfg, seeds[0], eps_of))
     sec.figures += _figures(cfg, res, out)
+    return sec
+
+
+def large_tensor(cfg: Config, seeds: list[int], out: Path) -> Section:
+    """Speed at matched held-out error on a 10⁶-entry random CP tensor (``large_shape``) (the paper's 100³), against the vectorised
+    direct solver; ε chosen on a validation split of a validation instance's Ω at this size, as in
+    :func:`speed_accuracy`."""
+    sec = Section("large_tensor")
+    if not cfg.large_shape:
+        return sec
+    big = replace(cfg, shape=tuple(cfg.large_shape))
+    seeds = seeds[:cfg.large_seeds]
+    rows = []
+    for p in cfg.large_ps:
+        sel, _ = _select_eps(big, p, name=f" at {tuple(cfg.large_shape)}")
+        eps = sel.params["eps"]
+        res: dict[str, list[dict[str, Any]]] = {}
+        for s in seeds:
+            x, mask = _problem(big, s, p)
+            kw = dict(rank=cfg.rank, n_sweeps=cfg.n_sweeps, seed=s, max_inner=cfg.max_inner)
+            for v in ("direct", "lifted-accel", "em"):
+                r = timed_run(x, mask, v, tol=eps, **kw)
+                r.pop("history")
+                res.setdefault(v, []).append(r)
+        what = f"random CP {tuple(cfg.large_shape)} ({int(np.prod(cfg.large_shape)):,} entries)"
+        gate = matched_error_gate(cfg, what, p, [r["test_rre"] for r in res["lifted-accel"]],
+                                  [r["test_rre"] for r in res["direct"]])
+        sec.add(gate)
+        sec.add(Claim.compare(
+            claim=f"{what}: lifted + acceleration is faster than a vectorised direct masked solver at matched "
+                  f"held-out error (p = {p})", metric="total solve time (s)",
+            ours=[r["total"] for r in res["lifted-accel"]], baseline=[r["total"] for r in res["direct"]],
+            baseline_name=LABELS["direct"], higher_is_better=False, paired=True, gates=[gate.claim],
+            paper="abstract: 'can be 100x faster than direct methods' (random CP 100³ among the paper's tensors)",
+            note=sel.note()))
+        for v in ("direct", "lifted-accel", "em"):
+            rs = res[v]
+            rows.append([p, LABELS[v], eps if v == "lifted-accel" else "", float(np.mean([r["total"] for r in rs])),
+                         float(np.mean([r["updates"] for r in rs])), float(np.mean([r["test_rre"] for r in rs])),
+                         float(np.mean([d["total"] / r["total"] for d, r in zip(res["direct"], rs)]))])
+        sec.notes.append(sel.note())
+    sec.table(f"Random rank-{cfg.rank} CP {tuple(cfg.large_shape)}, {cfg.n_sweeps} sweeps, {len(seeds)} seeds (mean)",
+              ["p", "solver", "ε", "total s", "inner updates / step", "held-out RRE", "speed-up vs direct"], rows)
     return sec
 
 
@@ -447,6 +524,7 @@ def more_tensors(cfg: Config, seeds: list[int], out: Path) -> Section:
                 sel, _ = _select_eps(cfg, p, problem=problem, rank=rank, name=f" ({kind}, seed {s})", seed=s)
                 sels.setdefault((kind, p), []).append(sel)
                 x, mask = problem(s, p)
+                res.setdefault((kind, p, "mean"), []).append({"test_rre": mean_predictor_rre(x, mask)})
                 for v in DATA_VARIANTS:
                     r = timed_run(x, mask, v, rank=rank, n_sweeps=cfg.n_sweeps, seed=s, tol=sel.params["eps"],
                                   max_inner=cfg.max_inner)
@@ -463,22 +541,34 @@ def more_tensors(cfg: Config, seeds: list[int], out: Path) -> Section:
     p_lo = min(cfg.data_ps)
     for kind in cfg.data_kinds:
         d = vals(kind, p_lo, "direct", "test_rre")
+        gates = []
+        for v in ("direct", "lifted-accel"):
+            g = Claim.gate(
+                claim=f"{kind}, p = {p_lo}: {LABELS[v]} has learned the tensor (held-out RRE below the mean predictor)",
+                metric="held-out RRE", ours=vals(kind, p_lo, v, "test_rre"), higher_is_better=False, paired=True,
+                controls={"predict the mean of the observed entries": vals(kind, p_lo, "mean", "test_rre")})
+            sec.add(g)
+            gates.append(g.claim)
         sec.add(Claim.compare(
             claim=f"{kind}: lifted + acceleration reaches the direct solver's held-out error (within "
                   f"{cfg.accuracy_margin:.0%}, p = {p_lo})", metric="held-out RRE",
             ours=vals(kind, p_lo, "lifted-accel", "test_rre"), baseline=d, baseline_name=LABELS["direct"],
             higher_is_better=False, margin=-cfg.accuracy_margin * float(np.mean(d)), paired=True,
             paper="official logs: lifted reaches the direct accuracy (random Tucker 100³, p = 0.1: RRE² ≈ 0 for both)",
-            note=note(kind, p_lo)))
+            note=note(kind, p_lo), gates=gates))
         sec.add(Claim.compare(
             claim=f"{kind}: EM-ALS (one inner step) is less accurate than lifting at low p (p = {p_lo}, no ridge)",
             metric="held-out RRE", ours=vals(kind, p_lo, "lifted-accel", "test_rre"),
             baseline=vals(kind, p_lo, "em", "test_rre"), baseline_name=LABELS["em"], higher_is_better=False,
             paired=True, paper="official logs, random Tucker 100³, p = 0.1: RRE² ≈0 (lifted) vs 0.0256 (EM-ALS)",
             note=note(kind, p_lo) + ("; with a ridge tuned alike: see the ridge experiment"
-                                     if kind in cfg.ridge_kinds else "")))
+                                     if kind in cfg.ridge_kinds else ""), gates=gates[1:]))
     rows = []
     for (kind, p, v), rs in res.items():
+        if v == "mean":
+            rows.append([kind, p, "control: predict the observed mean", "", "", "",
+                         float(np.mean([r["test_rre"] for r in rs])), ""])
+            continue
         d = float(np.mean(vals(kind, p, "direct", "total")))
         t = float(np.mean([r["total"] for r in rs]))
         rows.append([kind, p, LABELS[v], float(np.exp(np.mean(np.log([sl.params["eps"] for sl in sels[(kind, p)]]))))
@@ -772,7 +862,7 @@ def tt_completion(cfg: Config, seeds: list[int], out: Path) -> Section:
     return sec
 
 
-EXPERIMENTS = [block_fixed_point, rate_vs_p, speed_accuracy, every_eps, more_tensors, ridge, sampling,
+EXPERIMENTS = [block_fixed_point, rate_vs_p, speed_accuracy, large_tensor, every_eps, more_tensors, ridge, sampling,
                kronecker_black_box, tt_completion]
 
 
