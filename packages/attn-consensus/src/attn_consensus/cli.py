@@ -84,10 +84,14 @@ class Gpt2Options(CommonOptions):
     """Remove the MLPs (MLP -> 0, ln_2 -> identity)."""
     reinit: str = "none"
     """Weights: none (as given), once (random init before the loop) or every_pass (re-drawn each pass)."""
+    prompts: Path | None = None
+    """A text file, one prompt per line, tokenised with the tokenizer saved in --model (a local folder); every
+    prompt is cut to the shortest one's token count (and to --length) so they form one batch. Default: --batch
+    random prompts of --length tokens."""
     batch: int = 8
-    """Random prompts."""
+    """Random prompts (without --prompts)."""
     length: int = 32
-    """Tokens per prompt."""
+    """Tokens per prompt (with --prompts: at most)."""
     n_layer: int = 6
     """Blocks of the tiny model."""
     n_embd: int = 128
@@ -98,6 +102,12 @@ class Gpt2Options(CommonOptions):
     """sdpa or eager (both get the same explicit mask)."""
     absolute: bool = False
     """Record 1 - mean_j |cos| (the official docstring's variant) instead of the signed diagnostic."""
+
+
+@dataclass(frozen=True)
+class LoopOptions(Gpt2Options):
+    """The consensus loop on any local GPT-2-family checkpoint: ``--model DIR`` (config, weights and tokenizer saved
+    with ``save_pretrained``) and ``--prompts FILE`` (text, one prompt per line); the same options as ``gpt2``."""
 
 
 def _load_x0(path: Path):
@@ -182,6 +192,11 @@ def gpt2_command(opts: Gpt2Options) -> int:
         _positive_int(f, getattr(opts, f))
     if opts.n_embd % 4:
         raise AttnConsensusError(f"n_embd must be divisible by the 4 heads, got {opts.n_embd}")
+    if opts.prompts is not None and (opts.model in ("tiny", "tiny-trained") or not Path(opts.model).is_dir()):
+        raise AttnConsensusError(f"--prompts needs --model to be a local model folder with its tokenizer, got "
+                                 f"{opts.model!r}")
+    if opts.prompts is not None and not Path(opts.prompts).is_file():
+        raise AttnConsensusError(f"--prompts {str(opts.prompts)!r}: no such file")
     out = opts.out if opts.out is not None else default_out(METHOD.name)
     with RunDir(out, overwrite=opts.overwrite, staged=True) as rd:  # --out checked before the model is built
         from attn_consensus.hf_loop import _stack, check_mask_supported, hf_consensus_loop
@@ -189,6 +204,7 @@ def gpt2_command(opts: Gpt2Options) -> int:
             load_model,
             random_prompts,
             set_attn_implementation,
+            text_prompts,
             tiny_gpt2,
             trained_tiny_gpt2,
         )
@@ -210,8 +226,11 @@ def gpt2_command(opts: Gpt2Options) -> int:
         _stack(model)
         set_attn_implementation(model, opts.attn_implementation)
         check_mask_supported(model, opts.mask)
-        ids = random_prompts(opts.batch, opts.length, vocab_size=int(model.config.vocab_size),
-                             seed=opts.seed + 10_000)
+        if opts.prompts is not None:
+            ids, _ = text_prompts(opts.prompts, opts.model, max_length=opts.length)
+        else:
+            ids = random_prompts(opts.batch, opts.length, vocab_size=int(model.config.vocab_size),
+                                 seed=opts.seed + 10_000)
         curve = hf_consensus_loop(model, ids, iterations=opts.iterations, mask=opts.mask, drop_mlp=opts.drop_mlp,
                                   reinit=opts.reinit, seed=opts.seed, absolute=opts.absolute,
                                   progress=not opts.quiet)
@@ -220,7 +239,9 @@ def gpt2_command(opts: Gpt2Options) -> int:
             rd.log(i, diagnostic=g)
         summary = {"initial_diagnostic": float(curve.gap[0]), "final_diagnostic": float(curve.gap[-1]),
                    "ratio": curve.ratio, "final_diameter": float(curve.diameter[-1]), "mask": curve.mask,
-                   "attn_implementation": curve.attn_implementation, "layers_per_pass": curve.n_layer}
+                   "attn_implementation": curve.attn_implementation, "layers_per_pass": curve.n_layer,
+                   "prompts": int(ids.shape[0]), "tokens_per_prompt": int(ids.shape[1]),
+                   "prompt_source": str(opts.prompts) if opts.prompts is not None else "random"}
         rd.write_json("summary.json", summary)
         rd.write_env(device=str(device))
     if not opts.quiet:
@@ -233,5 +254,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return method_main(METHOD, {
         "simulate": (SimulateOptions, simulate_command),
         "gpt2": (Gpt2Options, gpt2_command),
+        "loop": (LoopOptions, gpt2_command),  # the same command: any local GPT-2-family checkpoint, text prompts
         "reproduce": (ReproduceOptions, reproduce_command(METHOD)),
     }, argv=argv)

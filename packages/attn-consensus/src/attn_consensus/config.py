@@ -39,6 +39,8 @@ class Config:
     """A run has reached consensus when its geodesic diameter at T is below this (radians)."""
     gap_tol: float = 1e-6
     """The causal claim: the diagnostic 1 − mean_j cos(x_1, x_j) at T must be below this."""
+    min_rate: float = 0.1
+    """The causal-antipodal claim: the fitted exponential decay rate of the diagnostic must be at least this."""
     gpt_n_layer: int = 6
     """Blocks of the tiny GPT-2."""
     gpt_n_embd: int = 128
@@ -71,7 +73,7 @@ class Config:
     """Timings per path within one round of the loop-overhead timing (the round's ratio uses their minima)."""
 
     def __post_init__(self) -> None:
-        check_positive(self, "dt", "horizon", "layer_time", "consensus_tol", "gap_tol", integer=False)
+        check_positive(self, "dt", "horizon", "layer_time", "consensus_tol", "gap_tol", "min_rate", integer=False)
         check_positive(self, "seeds", "n", "layers", "gpt_n_layer", "gpt_n_embd", "gpt_n_head", "gpt_vocab", "gpt_batch", "gpt_length",
                        "gpt_passes", "train_steps", "train_batch", "bench_batch", "bench_steps", "bench_passes",
                        "bench_repeats", "bench_rounds", "bench_inner")

@@ -107,3 +107,41 @@ def random_prompts(batch: int, length: int, *, vocab_size: int, seed: int) -> to
             raise AttnConsensusError(f"{name} must be an integer >= 1, got {val!r}")
     g = torch.Generator().manual_seed(int(seed))
     return torch.randint(0, vocab_size, (batch, length), generator=g)
+
+
+def text_prompts(path: Any, model_dir: str, *, max_length: int) -> tuple[torch.Tensor, list[str]]:
+    """Token ids ``[B, T]`` of the text prompts in ``path`` (one per line, blank lines skipped), tokenised with the
+    tokenizer saved beside the model in ``model_dir`` (``AutoTokenizer.from_pretrained``, local files only).
+
+    The loop runs on one ``[B, T]`` batch without padding (a pad token would itself take part in the dynamics), so
+    every prompt is cut to ``T = min(max_length, the shortest prompt's token count)``. Returns the ids and the
+    prompts."""
+    from pathlib import Path
+
+    from transformers import AutoTokenizer
+
+    p = Path(path)
+    try:
+        lines = [ln.strip() for ln in p.read_text(encoding="utf-8").splitlines()]
+    except FileNotFoundError:
+        raise AttnConsensusError(f"--prompts {str(p)!r}: no such file") from None
+    except IsADirectoryError:
+        raise AttnConsensusError(f"--prompts {str(p)!r} is a folder; pass a text file, one prompt per line") from None
+    except UnicodeDecodeError:
+        raise AttnConsensusError(f"--prompts {str(p)!r} is not UTF-8 text (one prompt per line)") from None
+    prompts = [ln for ln in lines if ln]
+    if not prompts:
+        raise AttnConsensusError(f"--prompts {str(p)!r} holds no prompt (one non-empty line each)")
+    if not Path(model_dir).is_dir():
+        raise AttnConsensusError(f"--prompts needs --model to be a local folder with its tokenizer, got "
+                                 f"{model_dir!r}")
+    try:
+        tok = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    except (OSError, ValueError, TypeError) as exc:
+        raise AttnConsensusError(f"--model {model_dir!r}: no tokenizer to read --prompts with "
+                                 f"({exc.__class__.__name__}: {str(exc).splitlines()[0][:160]})") from None
+    ids = [tok(t, add_special_tokens=False)["input_ids"] for t in prompts]
+    if min(len(i) for i in ids) < 1:
+        raise AttnConsensusError(f"--prompts {str(p)!r}: a prompt tokenises to no token")
+    t = min(max_length, min(len(i) for i in ids))
+    return torch.tensor([i[:t] for i in ids], dtype=torch.long), prompts

@@ -105,6 +105,22 @@ def ode_consensus(cfg: Config, seeds: list[int], out: Path) -> Section:
             metric="max diagnostic at T", ours=per_seed(name, "gap", small, np.max), threshold=cfg.gap_tol,
             higher_is_better=False, kind="paper", paper=PAPER_QUAL + "; causal theorem: convergence to x_1 for "
             "bounded time-varying Q, K and V = I", note=setting))
+    # the theorem's hard case: two nearly antipodal clusters start near the unstable equilibrium; convergence is
+    # judged by the fitted exponential decay rate of the diagnostic (a rate, not a finite-T threshold)
+    anti_rate = [float(np.nanmin(np.concatenate([res["causal-antipodal", d]["rate"][s, small] for d in cfg.dims])))
+                 for s in range(n_s)]
+    anti_share = float(np.mean([np.mean(res["causal-antipodal", d]["gap"][:, small] < cfg.gap_tol)
+                                for d in cfg.dims]))
+    sec.add(Claim.threshold(
+        claim=f"Causal attention, V = I, two nearly antipodal clusters (the theorem's hard case): the diagnostic "
+              f"decays exponentially in every run (fitted rate λ ≥ {cfg.min_rate:g}, worst run per seed)",
+        metric="min fitted decay rate λ of the diagnostic (y ≈ C e^{−λt}, last half above the float floor)",
+        ours=anti_rate, threshold=cfg.min_rate, higher_is_better=True, kind="paper",
+        paper=PAPER_QUAL + "; causal theorem: convergence to x_1 for almost every start, antipodal starts included "
+                           "(slowly: near the unstable equilibrium)",
+        note=f"{setting}; share of runs with diagnostic < {cfg.gap_tol:g} at T: {_fmt(anti_share)}; the rate fit "
+             "is what separates slow convergence from none (for two tokens with Q = K = 0 the closed form gives "
+             "λ = 1)"))
     sec.add(Claim.threshold(
         claim="Causal attention, V = I: the first token x_1 never moves (max |x_1(t) − x_1(0)| over all runs and "
               "scales, constant and time-varying Q, K)",
