@@ -279,3 +279,61 @@ def test_clc_between_statistic_uses_the_smaller_gap():
     # controls: CLC as bad as LTC, or CLC below CTL, must not count as "between"
     assert _between(ctl, ltc, ltc).verdict != "holds"
     assert _between(clc, ctl, ltc).verdict != "holds"
+
+
+# ------------------------------------------------------------------------------------- more robust estimators
+def test_trimmed_and_median_of_means_reduce_to_the_plain_estimator():
+    from private_robust_align.estimator import MedianOfMeansLogistic, TrimmedDebiasedLogistic
+
+    d = make_preferences(3000, 4, norm=2.0, seed=3)
+    z = privatize_and_corrupt(d.x, d.y, order="CTL", epsilon=1.0, alpha=0.0, seed=3).z
+    plain = DebiasedLogistic(epsilon=1.0, radius=2.0).fit(d.x, z).theta_
+    np.testing.assert_allclose(TrimmedDebiasedLogistic(epsilon=1.0, trim=0.0).fit(d.x, z).theta_, plain, atol=1e-10)
+    np.testing.assert_allclose(MedianOfMeansLogistic(epsilon=1.0, blocks=1).fit(d.x, z).theta_, plain, atol=1e-10)
+    # with trimming and blocks both stay consistent on clean-ish data
+    for m in (TrimmedDebiasedLogistic(epsilon=1.0, trim=0.02), MedianOfMeansLogistic(epsilon=1.0, blocks=5)):
+        assert np.linalg.norm(m.fit(d.x, z).theta_ - d.theta_star) < 0.8
+
+
+def test_geometric_median_minimises_the_sum_of_distances():
+    from scipy.optimize import minimize
+
+    from private_robust_align.estimator import geometric_median
+
+    p = np.random.default_rng(0).standard_normal((7, 3))
+    p[0] += 50.0  # one outlier: the mean moves, the geometric median barely does
+    gm = geometric_median(p)
+    f = lambda m: np.linalg.norm(p - m, axis=1).sum()  # noqa: E731
+    ref = minimize(f, p.mean(0), method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 20000}).x
+    assert f(gm) <= f(ref) + 1e-8
+    assert np.linalg.norm(gm - np.median(p[1:], axis=0)) < np.linalg.norm(p.mean(0) - np.median(p[1:], axis=0))
+
+
+def test_trimming_removes_the_adversarys_flips():
+    from private_robust_align.estimator import TrimmedDebiasedLogistic
+
+    d = make_preferences(4000, 4, norm=2.0, seed=5)
+    y = d.y.copy()
+    bad = np.argsort(-np.abs(d.x @ d.theta_star))[:80]  # anti-Bayes flips on the most confident pairs
+    y[bad] = (d.x[bad] @ d.theta_star < 0).astype(y.dtype)
+    m = TrimmedDebiasedLogistic(epsilon=math.inf, trim=0.02).fit(d.x, y)
+    assert np.isin(bad, np.flatnonzero(~m.kept_)).mean() > 0.9
+    plain = DebiasedLogistic(epsilon=math.inf).fit(d.x, y).theta_
+    # negative control: the untrimmed fit is pulled further from θ*
+    assert np.linalg.norm(m.theta_ - d.theta_star) < np.linalg.norm(plain - d.theta_star)
+    from private_robust_align.errors import PrivateRobustAlignError
+
+    with pytest.raises(PrivateRobustAlignError, match="trim"):
+        TrimmedDebiasedLogistic(epsilon=1.0, trim=0.6)
+
+
+@pytest.mark.slow
+def test_trl_conservative_loss_is_label_smoothed_sigmoid():
+    pytest.importorskip("trl")
+    from private_robust_align.dpo import trl_losses
+
+    rho = 0.2
+    m, robust, cons = trl_losses(1, rho=rho, n=3, conservative=True)
+    # cDPO: (1 − ρ)·log(1 + e^{−m}) + ρ·log(1 + e^{m}); control: it is not the debiased (robust) loss
+    np.testing.assert_allclose(cons, (1 - rho) * np.logaddexp(0, -m) + rho * np.logaddexp(0, m), rtol=1e-5, atol=1e-5)
+    assert np.abs(cons - robust).max() > 1e-4

@@ -93,7 +93,7 @@ class EstimatorConfig:
 class Config:
     """Budget of ``reproduce`` (grids, sizes, seeds)."""
 
-    seeds: int = 30
+    seeds: int = 25
     """Seeds (independent datasets) of every experiment."""
     dim: int = 5
     """Feature dimension d."""
@@ -102,7 +102,10 @@ class Config:
     eps_sep: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0)
     """Privacy levels of the separation experiment."""
     alpha_sep: tuple[float, ...] = (0.005, 0.01, 0.02)
-    """Corruption levels of the separation experiment."""
+    """Corruption levels α of the separation experiment."""
+    eps_robust: float = 0.5
+    """ε at which the two extra robust estimators (trimmed, median of means) are run under LTC vs CTL (must be in
+    ``eps_sep``)."""
     n_grid: tuple[int, ...] = (1000, 2000, 4000, 8000, 16000, 32000)
     """Sample sizes of the rate-in-n experiment."""
     eps_rate: tuple[float, ...] = (0.2, 0.3, 0.5)
@@ -117,6 +120,8 @@ class Config:
     """Pairs of the training and validation splits used to tune λ."""
     time_repeats: int = 10
     """Repeats of the fit-time measurement."""
+    dpo_lr_grid: tuple[float, ...] = (1e-3, 2e-3, 4e-3)
+    """Learning rates tried for every trl DPO loss (chosen alike on RR-swapped validation pairs)."""
     dpo_seeds: int = 5
     """Seeds of the tiny-LM DPO demo (0 skips it)."""
     dpo_steps: int = 60
@@ -128,6 +133,8 @@ class Config:
 
     def __post_init__(self) -> None:
         check_positive(self, "seeds", "dim", "n_sep", "n_eps", "n_val", "time_repeats", "dpo_steps")
+        if self.eps_robust not in self.eps_sep:
+            raise PrivateRobustAlignError(f"eps_robust must be one of eps_sep {self.eps_sep}, got {self.eps_robust}")
         if self.dpo_seeds < 0:
             raise PrivateRobustAlignError(f"dpo_seeds must be >= 0, got {self.dpo_seeds}")
         if self.dim < 2:
@@ -159,7 +166,7 @@ class FitPreset:
 
 
 def paper() -> Config:
-    """The note's grid as far as an 8-minute CPU budget affords (n to 32k, 64k for the ε slope, 30 seeds)."""
+    """The note's grid as far as an 8-minute CPU budget affords (n to 32k, 64k for the ε slope, 25 seeds)."""
     return Config()
 
 

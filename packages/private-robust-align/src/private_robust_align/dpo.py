@@ -33,7 +33,11 @@ import numpy as np
 from private_robust_align.errors import PrivateRobustAlignError, check_epsilon
 from private_robust_align.mechanism import flip_rate
 
-LOSSES = ("sigmoid", "robust")
+LOSSES = ("sigmoid", "robust", "conservative")
+"""trl DPO losses: ``sigmoid`` (plain DPO), ``robust`` (rDPO, ``label_smoothing = ρ``: the paper's debiased loss)
+and ``conservative`` (cDPO: trl's ``sigmoid`` loss with ``label_smoothing = ρ``, the field's other answer to noisy
+preference labels)."""
+_TRL_TYPE = {"sigmoid": "sigmoid", "robust": "robust", "conservative": "sigmoid"}
 
 
 def rr_swap_pairs(rows: list[dict[str, str]], *, epsilon: float,
@@ -160,7 +164,8 @@ def _trainer(model: Any, ref: Any, tokenizer: Any, rows: list[dict[str, str]], *
 
     if loss not in LOSSES:
         raise PrivateRobustAlignError(f"loss must be one of {LOSSES}, got {loss!r}")
-    args = DPOConfig(output_dir=out, loss_type=[loss], label_smoothing=rho if loss == "robust" else 0.0, beta=beta,
+    args = DPOConfig(output_dir=out, loss_type=[_TRL_TYPE[loss]],
+                     label_smoothing=rho if loss in ("robust", "conservative") else 0.0, beta=beta,
                      max_steps=steps, learning_rate=lr, per_device_train_batch_size=batch_size, seed=seed,
                      data_seed=seed, report_to="none", save_strategy="no", use_cpu=True, logging_steps=10**9,
                      lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, disable_tqdm=True,
@@ -182,11 +187,14 @@ class DemoResult:
     win_probability: float
     mean_margin: float
     seconds: float
+    val_loss: float | None = None
+    """With ``validation=True``: the debiased (rDPO) log-loss of the margins on RR-swapped validation pairs, an
+    unbiased estimate of the clean DPO loss that a learner who only sees privatized pairs can compute."""
 
 
 def run_dpo(loss: str, *, epsilon: float, n_train: int = 256, n_test: int = 128, steps: int = 60,
             lr: float = 2e-3, beta: float = 0.1, batch_size: int = 16, seed: int = 0, hidden: int = 32,
-            clean: bool = False) -> DemoResult:
+            clean: bool = False, validation: bool = False) -> DemoResult:
     """Train a fresh tiny LM with trl DPO (``loss`` = sigmoid | robust) on RR-swapped sort pairs; score held out.
 
     ``clean=True`` trains on the unswapped pairs (the oracle). The same seed gives the same swaps, data and
@@ -220,14 +228,23 @@ def run_dpo(loss: str, *, epsilon: float, n_train: int = 256, n_test: int = 128,
     model.eval()
     m = dpo_margins(model, ref, tok, test, beta=beta)
     win = float(np.mean(1.0 / (1.0 + np.exp(-m))))
+    val = None
+    if validation:
+        rho = flip_rate(eps)
+        released_val, _ = rr_swap_pairs(sort_pairs(n_test, seed=20_000 + seed, split="test"), epsilon=eps,
+                                        rng=np.random.default_rng([seed, 43]))
+        mv = dpo_margins(model, ref, tok, released_val, beta=beta)  # released orientation: label 1 for every pair
+        yhat = (1.0 - rho) / (1.0 - 2.0 * rho) if rho < 0.5 else 1.0
+        val = float(np.mean(np.logaddexp(0.0, mv) - yhat * mv))
     return DemoResult(loss=loss, accuracy=float(np.mean(m > 0)), win_probability=win, mean_margin=float(m.mean()),
-                      seconds=seconds)
+                      seconds=seconds, val_loss=val)
 
 
-def trl_losses(margins_seed: int = 0, *, rho: float, n: int = 4, beta: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+def trl_losses(margins_seed: int = 0, *, rho: float, n: int = 4, beta: float = 0.1, conservative: bool = False):
     """trl's own per-pair ``sigmoid`` and ``robust`` losses on ``n`` single-pair batches of a randomly perturbed
     tiny LM (policy ≠ reference, so the margins are non-zero). Returns ``(margins, robust_losses)`` where the
-    margins are recovered from trl's sigmoid loss ``s = log(1 + e^{−m})`` as ``m = −log(e^s − 1)``."""
+    margins are recovered from trl's sigmoid loss ``s = log(1 + e^{−m})`` as ``m = −log(e^s − 1)``.
+    ``conservative=True`` appends trl's cDPO losses (``sigmoid`` with ``label_smoothing = ρ``) as a third array."""
     import torch
     from icml25.testbeds.lm import build_tiny_lm, build_tokenizer
 
@@ -239,11 +256,11 @@ def trl_losses(margins_seed: int = 0, *, rho: float, n: int = 4, beta: float = 0
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.5 * torch.randn(p.shape, generator=g))
-    margins, robust = [], []
+    margins, robust, cons = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for r in rows:
             out = {}
-            for loss in LOSSES:
+            for loss in ("sigmoid", "robust") + (("conservative",) if conservative else ()):
                 tr = _trainer(model, ref, tok, [r], loss=loss, rho=rho, beta=beta, steps=1, lr=1e-3,
                               batch_size=1, seed=0, out=tmp)
                 batch = next(iter(tr.get_train_dataloader()))
@@ -251,4 +268,7 @@ def trl_losses(margins_seed: int = 0, *, rho: float, n: int = 4, beta: float = 0
                     out[loss] = float(tr.compute_loss(tr.model, batch))
             margins.append(-math.log(math.expm1(out["sigmoid"])))
             robust.append(out["robust"])
+            cons.append(out.get("conservative", math.nan))
+    if conservative:
+        return np.asarray(margins), np.asarray(robust), np.asarray(cons)
     return np.asarray(margins), np.asarray(robust)

@@ -251,3 +251,75 @@ def oracle_mle(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         model = LogisticRegression(C=np.inf, fit_intercept=False, solver="newton-cholesky", tol=1e-10,
                                    max_iter=200).fit(x, y)
     return model.coef_[0].astype(np.float64)
+
+
+class TrimmedDebiasedLogistic:
+    """A trimmed (least-trimmed-loss style) version of :class:`DebiasedLogistic`: fit, drop the ``⌈trim·n⌉`` pairs
+    whose debiased residual ``|ŷᵢ − σ(θ̂ᵀxᵢ)|`` is largest, refit on the rest; ``iterations`` rounds.
+
+    A standard robust answer to corrupted labels (outlier removal by loss), used to show that the LTC-vs-CTL
+    separation is not an artefact of one estimator. ``trim`` in [0, 0.5)."""
+
+    def __init__(self, *, epsilon: float, radius: float = 2.0, l2: float = 0.0, trim: float = 0.02,
+                 iterations: int = 3) -> None:
+        if not 0.0 <= trim < 0.5:
+            raise PrivateRobustAlignError(f"trim must lie in [0, 0.5), got {trim}")
+        if iterations < 1:
+            raise PrivateRobustAlignError(f"iterations must be >= 1, got {iterations}")
+        self.base = DebiasedLogistic(epsilon=epsilon, radius=radius, l2=l2)
+        self.trim, self.iterations = float(trim), int(iterations)
+
+    def fit(self, x: np.ndarray, z: np.ndarray) -> TrimmedDebiasedLogistic:
+        x = check_features(x)
+        z = check_labels(z, n=x.shape[0], name="z")
+        yhat = self.base.labels(z)
+        keep = np.ones(x.shape[0], dtype=bool)
+        k = int(math.ceil(self.trim * x.shape[0]))
+        for _ in range(self.iterations):
+            self.base.fit(x[keep], z[keep])
+            if k == 0:
+                break
+            resid = np.abs(yhat - expit(x @ self.base.theta_))  # [n]
+            keep = np.ones(x.shape[0], dtype=bool)
+            keep[np.argsort(resid)[-k:]] = False
+        self.theta_ = self.base.theta_
+        self.kept_ = keep
+        return self
+
+
+class MedianOfMeansLogistic:
+    """Median of means: :class:`DebiasedLogistic` fitted on ``blocks`` disjoint random blocks of the pairs, combined
+    by the geometric median of the block estimates (Weiszfeld's iteration): a corrupted pair can move only the
+    block it falls in. ``blocks >= 1`` (1 = the plain estimator)."""
+
+    def __init__(self, *, epsilon: float, radius: float = 2.0, l2: float = 0.0, blocks: int = 9,
+                 seed: int = 0) -> None:
+        if blocks < 1:
+            raise PrivateRobustAlignError(f"blocks must be >= 1, got {blocks}")
+        self.base = DebiasedLogistic(epsilon=epsilon, radius=radius, l2=l2)
+        self.blocks, self.seed = int(blocks), int(seed)
+
+    def fit(self, x: np.ndarray, z: np.ndarray) -> MedianOfMeansLogistic:
+        x = check_features(x)
+        z = check_labels(z, n=x.shape[0], name="z")
+        if x.shape[0] < 2 * self.blocks:
+            raise PrivateRobustAlignError(f"median of means needs n >= 2·blocks = {2 * self.blocks}, got {x.shape[0]}")
+        perm = np.random.default_rng(self.seed).permutation(x.shape[0])
+        est = np.stack([self.base.fit(x[b], z[b]).theta_ for b in np.array_split(perm, self.blocks)])  # [K, d]
+        self.block_thetas_ = est
+        self.theta_ = geometric_median(est)
+        return self
+
+
+def geometric_median(points: np.ndarray, *, tol: float = 1e-10, max_iter: int = 500) -> np.ndarray:
+    """The point ``[d]`` minimising the sum of Euclidean distances to the rows of ``points [K, d]`` (Weiszfeld)."""
+    p = np.asarray(points, dtype=np.float64)
+    m = p.mean(0)
+    for _ in range(max_iter):
+        dist = np.maximum(np.linalg.norm(p - m, axis=1), 1e-12)
+        w = 1.0 / dist
+        new = (w[:, None] * p).sum(0) / w.sum()
+        if np.linalg.norm(new - m) < tol:
+            return new
+        m = new
+    return m

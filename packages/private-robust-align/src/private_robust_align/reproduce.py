@@ -32,7 +32,8 @@ from icml25.experiment import Section, run_experiments
 
 from private_robust_align.config import BUDGETS, Config
 from private_robust_align.data import make_preferences
-from private_robust_align.estimator import DebiasedLogistic, oracle_mle
+from private_robust_align.estimator import (DebiasedLogistic, MedianOfMeansLogistic, TrimmedDebiasedLogistic,
+                                            oracle_mle)
 from private_robust_align.mechanism import debias_labels, privacy_constant
 from private_robust_align.metrics import fit_slope, l2_error, sigma_norm_error
 from private_robust_align.orders import privatize_and_corrupt
@@ -218,6 +219,39 @@ def separation(cfg: Config, seeds: list[int], out: Path) -> Section:
                                                                      adversary=a)).theta_
                         err[a][e][al][o].append(_err(th, d.theta_star))
                         shift[a][e][al][o].append(l2_error(th, th0))
+    # the separation beyond one estimator: two standard robust estimators under LTC vs CTL (settings fixed before
+    # the run: trim 2·α of the pairs, 9 blocks; the same ridge κ as ours), both adaptive adversaries
+    mid = cfg.alpha_sep[len(cfg.alpha_sep) // 2]
+    e_rob = cfg.eps_robust
+    robust = {"trimmed": f"trimmed debiased logistic (trim {2 * mid:g}, 3 rounds)",
+              "mom": "median of means (9 blocks, geometric median)"}
+    rob = {(k, a, o): [] for k in robust for a in advs[:2] for o in ("CTL", "LTC")}
+    for s in seeds:
+        d = _data(cfg, cfg.n_sep, s)
+        kap = _kappa(cfg, seeds, "ours") / cfg.n_sep
+        for a in advs[:2]:
+            for o in ("CTL", "LTC"):
+                z = _release(d, order=o, eps=e_rob, alpha=mid, seed=s, adversary=a)
+                est = {"trimmed": TrimmedDebiasedLogistic(epsilon=e_rob, radius=B, l2=kap, trim=2 * mid),
+                       "mom": MedianOfMeansLogistic(epsilon=e_rob, radius=B, l2=kap, blocks=9, seed=s)}
+                for k, m in est.items():
+                    rob[(k, a, o)].append(_err(m.fit(d.x, z).theta_, d.theta_star))
+    for k, name in robust.items():
+        for a in advs[:2]:
+            sec.add(Claim.compare(
+                claim=f"The separation holds beyond our estimator, LTC harder than CTL: {name}, {a} adversary, ε = {e_rob:g}, "
+                      f"α = {mid:g}",
+                metric="‖θ̂ − θ*‖₂", ours=rob[(k, a, "LTC")], baseline=rob[(k, a, "CTL")], baseline_name="CTL error",
+                paper=HEADLINE, higher_is_better=True, paired=True, kind="paper",
+                note="ours = LTC error of that estimator; the separation is about what any estimator can do, so it "
+                     "is measured here beyond the debiased MLE; estimator settings fixed before the run, not tuned; "
+                     f"our estimator at the same cell: LTC {_fmt(err[a][e_rob][mid]['LTC'])}, CTL "
+                     f"{_fmt(err[a][e_rob][mid]['CTL'])}"))
+    sec.table(f"The separation for two more robust estimators (ε = {e_rob:g}, α = {mid:g}, n = {cfg.n_sep}): "
+              "‖θ̂ − θ*‖₂, mean ± sd over seeds",
+              ["estimator", "adversary", "CTL", "LTC", "ours CTL", "ours LTC"],
+              [[robust[k], a, _fmt(rob[(k, a, "CTL")]), _fmt(rob[(k, a, "LTC")]), _fmt(err[a][e_rob][mid]["CTL"]),
+                _fmt(err[a][e_rob][mid]["LTC"])] for k in robust for a in advs[:2]])
     rows, cells = [], {a: {"LTC>CTL": [0, 0], "CLC between": [0, 0]} for a in advs[:2]}
     for a in advs:
         for e in cfg.eps_sep:
@@ -276,14 +310,16 @@ def separation(cfg: Config, seeds: list[int], out: Path) -> Section:
         note=f"c({lo_e:g}) = {privacy_constant(lo_e):.2f}, c({hi_e:g}) = {privacy_constant(hi_e):.2f}; " + ALPHA_NOTE
              + "; property: the debiasing scales each post-privacy flip by c(ε), which falls with ε, so the ratio "
                "grows as ε falls by construction (the row that can fail is 'ratio ≈ c(ε)')"))
-    logdev = np.mean([np.abs(np.log(ratio[e] / privacy_constant(e))) for e in cfg.eps_sep], axis=0)
-    sec.add(Claim.threshold(
-        claim=f"The LTC/CTL bias ratio ≈ c(ε) = (e^ε+1)/(e^ε−1) (directional, α = {a0:g}, within a factor 1.5)",
-        metric=f"mean over ε ∈ {list(cfg.eps_sep)} of |log(ratio / c(ε))|", ours=logdev.tolist(),
-        threshold=math.log(1.5), higher_is_better=False, kind="paper",
-        paper="bias_LTC / bias_CTL ≈ c(ε) (reconstructed from the bias forms α vs c(ε)α; " + NO_NUMBERS + ")",
-        note="per-ε mean ratios in the table; the ball constraint and the nonlinearity of σ compress large shifts; "
-             + ALPHA_NOTE))
+    for adv in ("directional", "shrinking"):
+        r_adv = {e: (np.array(shift[adv][e][a0]["LTC"]) / np.array(shift[adv][e][a0]["CTL"])) for e in cfg.eps_sep}
+        logdev = np.mean([np.abs(np.log(r_adv[e] / privacy_constant(e))) for e in cfg.eps_sep], axis=0)
+        sec.add(Claim.threshold(
+            claim=f"The LTC/CTL bias ratio ≈ c(ε) = (e^ε+1)/(e^ε−1) ({adv}, α = {a0:g}, within a factor 1.5)",
+            metric=f"mean over ε ∈ {list(cfg.eps_sep)} of |log(ratio / c(ε))|", ours=logdev.tolist(),
+            threshold=math.log(1.5), higher_is_better=False, kind="paper",
+            paper="bias_LTC / bias_CTL ≈ c(ε) (reconstructed from the bias forms α vs c(ε)α; " + NO_NUMBERS + ")",
+            note="per-ε mean ratios in the table; the ball constraint and the nonlinearity of σ compress large "
+                 "shifts; both adaptive adversaries, the same α and factor, fixed before this run; " + ALPHA_NOTE))
     e_lo2 = min(e for e in cfg.eps_sep if e >= 0.5) if any(e >= 0.5 for e in cfg.eps_sep) else lo_e
     a_hi = max(cfg.alpha_sep)
     growth_ctl = (np.array(shift["directional"][e_lo2][a_hi]["CTL"]) / np.array(shift["directional"][hi_e][a_hi]["CTL"]))
@@ -436,10 +472,13 @@ def rates(cfg: Config, seeds: list[int], out: Path) -> Section:
         arow.append([o, _fmt(per), f"{pooled.slope:.3f} [{pooled.lo:.3f}, {pooled.hi:.3f}]",
                      "α (exponent 1)" if abs(pooled.slope - 1) < abs(pooled.slope - 0.5) else "√α (exponent 1/2)"])
         sec.add(Claim.threshold(
-            claim=f"The {o} bias grows with α (directional, ε = {eps:g}; exponent measured)",
-            metric="slope of log shift vs log α per seed", ours=per, threshold=0.0, higher_is_better=True,
+            claim=f"The {o} bias is linear in α, not √α (directional, ε = {eps:g}): per-seed exponent above 0.75",
+            metric="slope of log shift vs log α per seed", ours=per, threshold=0.75, higher_is_better=True,
             kind="paper", paper="bias ∝ α (uniform coverage) or √α (reconstructed; exponent to confirm); "
-                                + NO_NUMBERS, note=f"pooled exponent {pooled.slope:.3f} [{pooled.lo:.3f}, {pooled.hi:.3f}]"))
+                                + NO_NUMBERS,
+            note=f"0.75 is the midpoint of the two candidate exponents 1/2 and 1, fixed before the run: the claim "
+                 f"fails if the exponent is nearer √α; pooled exponent {pooled.slope:.3f} "
+                 f"[{pooled.lo:.3f}, {pooled.hi:.3f}]"))
     sec.table(f"Measured α-exponent of the corruption-induced shift (directional, ε = {eps:g}, n = {cfg.n_sep}, "
               f"α ∈ {list(cfg.alpha_exp)})", ["order", "per-seed exponent", "pooled [95% CI]", "closer to"], arow)
     # figure
@@ -561,36 +600,57 @@ def dpo(cfg: Config, seeds: list[int], out: Path) -> Section:
     if cfg.dpo_seeds == 0:
         sec.notes.append("dpo: skipped at this budget (the tiny-LM DPO demo needs trl; run --quick or the full run)")
         return sec
+    from icml25.tuning import selections_table, tune_alike
+
     from private_robust_align.dpo import run_dpo
     from private_robust_align.mechanism import flip_rate
 
     ss = seeds[:cfg.dpo_seeds]
-    runs = {k: [] for k in ("sigmoid", "robust", "clean")}
+    lab = {"sigmoid": "trl DPO sigmoid on swapped pairs (naive)",
+           "robust": "trl robust DPO, label_smoothing = ρ (rDPO = the paper's debiased loss, ours)",
+           "conservative": "trl conservative DPO (cDPO: sigmoid, label_smoothing = ρ)",
+           "clean": "trl DPO sigmoid on clean pairs (oracle)"}
+    # the learning rate of every loss, chosen alike (same grid, same steps) by the debiased DPO loss on RR-swapped
+    # validation pairs of a validation seed (the criterion a learner who sees only privatized pairs can compute)
+    vs = 10_000 + ss[0]
+
+    def ev(loss: str):
+        return lambda p: run_dpo(loss, epsilon=cfg.dpo_epsilon, steps=cfg.dpo_steps, seed=vs, lr=p["lr"],
+                                 validation=True).val_loss
+    sel = tune_alike({lab[k]: (ev(k), {"lr": list(cfg.dpo_lr_grid)}) for k in ("sigmoid", "robust", "conservative")},
+                     higher_is_better=False, extend=0)
+    lr = {k: sel[lab[k]].params["lr"] for k in ("sigmoid", "robust", "conservative")}
+    lr["clean"] = lr["sigmoid"]
+    runs = {k: [] for k in ("sigmoid", "robust", "conservative", "clean")}
     for s in ss:
         kw = dict(epsilon=cfg.dpo_epsilon, steps=cfg.dpo_steps, seed=s)
-        runs["sigmoid"].append(run_dpo("sigmoid", **kw))
-        runs["robust"].append(run_dpo("robust", **kw))
-        runs["clean"].append(run_dpo("sigmoid", clean=True, **kw))
-    lab = {"sigmoid": "trl DPO sigmoid on swapped pairs (naive)", "robust": "trl DPO robust, label_smoothing = ρ "
-           "(rDPO = debiased loss)", "clean": "trl DPO sigmoid on clean pairs (oracle)"}
+        for k in ("sigmoid", "robust", "conservative"):
+            runs[k].append(run_dpo(k, lr=lr[k], **kw))
+        runs["clean"].append(run_dpo("sigmoid", clean=True, lr=lr["clean"], **kw))
     sec.table(f"Tiny-LM DPO on RR-swapped sort pairs (ε = {cfg.dpo_epsilon:g}, ρ = {flip_rate(cfg.dpo_epsilon):.3f}, "
-              f"{cfg.dpo_steps} steps, batch 16, lr 2e-3, β = 0.1, {len(ss)} seeds): held-out pairs",
-              ["loss", "preference accuracy", "win probability σ(margin)", "mean margin", "seconds per run"],
-              [[lab[k], _fmt([r.accuracy for r in v]), _fmt([r.win_probability for r in v]),
+              f"{cfg.dpo_steps} steps, batch 16, β = 0.1, lr tuned per loss, {len(ss)} seeds): held-out pairs",
+              ["loss", "lr", "preference accuracy", "win probability σ(margin)", "mean margin", "seconds per run"],
+              [[lab[k], f"{lr[k]:g}", _fmt([r.accuracy for r in v]), _fmt([r.win_probability for r in v]),
                 _fmt([r.mean_margin for r in v]), f"{np.mean([r.seconds for r in v]):.1f}"] for k, v in runs.items()])
+    sec.table("DPO learning rates, chosen alike (debiased DPO loss on RR-swapped validation pairs; lower is better)",
+              *selections_table(sel))
     paper = "rDPO (trl robust) is the debiased loss for DPO under RR; the paper's numbers are not available"
-    note = "lr, β and steps fixed and equal for both losses (not tuned: a demo at this budget)"
-    sec.add(Claim.compare(
-        claim=f"DPO: the robust (debiased) loss is not less accurate than sigmoid on privatized pairs "
-              f"(ε = {cfg.dpo_epsilon:g})", metric="held-out preference accuracy",
-        ours=[r.accuracy for r in runs["robust"]], baseline=[r.accuracy for r in runs["sigmoid"]],
-        baseline_name=lab["sigmoid"], paper=paper, paired=True, margin=-0.02, note=note + "; margin 0.02"))
-    sec.add(Claim.compare(
-        claim=f"DPO: the robust loss is not attenuated by the label noise (ε = {cfg.dpo_epsilon:g})",
-        metric="held-out win probability σ(β Δ log-ratio) of the truly preferred completion",
-        ours=[r.win_probability for r in runs["robust"]], baseline=[r.win_probability for r in runs["sigmoid"]],
-        baseline_name=lab["sigmoid"], paper=paper, paired=True,
-        note=note + "; the naive loss's optimum is σ(margin) = 1 − ρ on noisy pairs"))
+    note = ("β and steps fixed and equal for every loss; lr tuned alike on "
+            f"{list(cfg.dpo_lr_grid)}: " + "; ".join(v.note() for v in sel.values()))
+    for base in ("sigmoid", "conservative"):
+        sec.add(Claim.compare(
+            claim=f"DPO: the robust (debiased) loss is not less accurate than {lab[base].split(' (')[0]} on privatized "
+                  f"pairs (ε = {cfg.dpo_epsilon:g})", metric="held-out preference accuracy",
+            ours=[r.accuracy for r in runs["robust"]], baseline=[r.accuracy for r in runs[base]],
+            baseline_name=lab[base], paper=paper, paired=True, margin=-0.02, note=note + "; margin 0.02"))
+        sec.add(Claim.compare(
+            claim=f"DPO: the robust loss is less attenuated by the label noise than {lab[base].split(' (')[0]} "
+                  f"(ε = {cfg.dpo_epsilon:g})",
+            metric="held-out win probability σ(β Δ log-ratio) of the truly preferred completion",
+            ours=[r.win_probability for r in runs["robust"]], baseline=[r.win_probability for r in runs[base]],
+            baseline_name=lab[base], paper=paper, paired=True,
+            note=note + ("; the naive loss's optimum is σ(margin) = 1 − ρ on noisy pairs" if base == "sigmoid" else
+                         "; cDPO's optimum is also σ(margin) = 1 − ρ (it smooths the targets instead of debiasing)")))
     return sec
 
 
