@@ -96,7 +96,7 @@ class Config:
 
     seeds: int = 5
     """Test seeds (per method)."""
-    val_seeds: int = 2
+    val_seeds: int = 5
     """Validation seeds used for tuning (disjoint from the test seeds)."""
     horizon: int = 20
     """LQR horizon T."""
