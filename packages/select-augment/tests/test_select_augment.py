@@ -93,27 +93,20 @@ def test_extra_view_mode_counts_one_sample_step_per_extra_view():
 
 # ------------------------------------------------------------------------------------------ unbiasedness
 def _successive_sampling_pi(p, m):
-    """Exact inclusion probabilities of drawing m without replacement ∝ p (enumerating every ordered draw)."""
-    p = np.asarray(p, float)
-    n = len(p)
-    pi = np.zeros(n)
-    prob_of_set = {}
-    for seq in itertools.permutations(range(n), m):
-        pr, left = 1.0, p.sum()
-        for i in seq:
-            pr *= p[i] / left
-            left -= p[i]
-        prob_of_set[frozenset(seq)] = prob_of_set.get(frozenset(seq), 0.0) + pr
-        for i in seq:
-            pi[i] += pr
-    return pi, prob_of_set
+    from select_augment.selection import successive_sampling_inclusion
+
+    return successive_sampling_inclusion(p, m)
 
 
 def test_horvitz_thompson_is_unbiased_by_enumeration_n5():
+    """The package's exact inclusion probabilities (enumeration) make the HT total exactly unbiased, and they are the
+    selection frequencies of DynamicSelector's fill (gate off, no informative set, HT weights) on N = 5."""
+    from select_augment.selection import successive_sampling_inclusion
+
     p = np.array([0.05, 0.1, 0.2, 0.3, 0.35])
     g = np.array([1.0, -2.0, 0.5, 3.0, 1.5])
     for m in (1, 2, 3):
-        pi, sets = _successive_sampling_pi(p, m)
+        pi, sets = successive_sampling_inclusion(p, m)
         assert abs(sum(sets.values()) - 1) < 1e-12 and abs(pi.sum() - m) < 1e-12
         expectation = sum(pr * sum(g[i] / pi[i] for i in S) for S, pr in sets.items())
         assert expectation == pytest.approx(g.sum(), rel=1e-12)
@@ -121,6 +114,21 @@ def test_horvitz_thompson_is_unbiased_by_enumeration_n5():
             naive = m * p / p.sum()
             biased = sum(pr * sum(g[i] / naive[i] for i in S) for S, pr in sets.items())
             assert abs(biased - g.sum()) > 1e-2
+    # the selector draws these sets: suitability a = p - eps, so that the fill probabilities are eps + a = p
+    eps, m, draws = 1e-3, 2, 4000
+    a = p - eps
+    sc = Scores(a, a, a, a, a, np.ones(5, bool), np.zeros(5, np.int64), 1)
+    pi, _ = successive_sampling_inclusion(p, m)
+    counts, est = np.zeros(5), []
+    for seed in range(draws):
+        sel = DynamicSelector(sc, ratio=m / 5, delta=1.0, epochs=1, seed=seed, eps=eps, use_gate=False,
+                              keep_informative=False, weighting="ht")
+        sel.set_epoch(0)
+        counts[sel.selected] += 1
+        est.append(float((sel.weights(sel.selected).numpy().astype(np.float64) * g[sel.selected]).sum()))
+    se = np.sqrt(pi * (1 - pi) / draws)
+    assert (np.abs(counts / draws - pi) < 5 * se).all()  # every draw's frequency within 5 binomial SE
+    assert abs(np.mean(est) - g.sum()) < 4 * np.std(est) / math.sqrt(draws)
 
 
 def test_gumbel_top_k_draws_successive_sampling_and_its_rank_conditioned_weights_are_unbiased():
@@ -528,20 +536,21 @@ def test_every_method_tunes_lr_on_the_same_grid_and_infobatch_is_cost_calibrated
         calls.append((name, regime, seed, dict(params), eval_split))
         lr = params.get("lr", 0.1)
         cost = 1.0 if name.startswith("full") else 0.5
-        if name == "infobatch":
+        if name == "infobatch +gate":
             cost = 1.0 - params["prune_ratio"] * 0.7  # 0.9 -> 0.37, 0.8 -> 0.44, 0.7 -> 0.51
         acc = 0.9 - abs(lr - (0.2 if name == "ours" else 0.1)) + 0.001 * seed
+        curve = [(e, acc - 0.01 / e) for e in range(6, 13)]  # a plateaued validation curve
         return {"acc": acc, "cost": cost, "seconds": 1.0, "selector_seconds": 0.01, "score_seconds": 0.1,
-                "epochs": cfg.learn.epochs, "n": cfg.n_train}
+                "epochs": cfg.learn.epochs, "n": cfg.n_train, "curve": curve}
 
     monkeypatch.setattr(R, "run_method", fake)
     monkeypatch.setattr(R, "_bar_figure", lambda out, name, res, title: name)
     R._CACHE.clear()
-    cfg = replace(BUDGETS.full, seeds=3, methods_clean=("full", "random", "infobatch", "ours"))
+    cfg = replace(BUDGETS.full, seeds=3, methods_clean=("full", "random +gate", "infobatch +gate", "ours"))
     sec = R.clean_matched_cost(cfg, [0, 1, 2], tmp_path)
     tuning = [c for c in calls if c[4] == "val"]
     assert all(c[2] == 0 for c in tuning)  # tuning on seed 0's validation split only
-    ib_cal = [c[3]["prune_ratio"] for c in tuning if c[0] == "infobatch" and "lr" not in c[3]]
+    ib_cal = [c[3]["prune_ratio"] for c in tuning if c[0] == "infobatch +gate" and "lr" not in c[3]]
     assert ib_cal == [0.9, 0.8, 0.7]  # walked down until the measured cost reached 0.5
     per_method = {m: [c[3]["lr"] for c in tuning if c[0] == m and "lr" in c[3]] for m in cfg.methods_clean}
     grid = list(cfg.lr_grid)
@@ -549,13 +558,20 @@ def test_every_method_tunes_lr_on_the_same_grid_and_infobatch_is_cost_calibrated
     assert per_method["ours"] == grid + [0.4]  # chosen at the upper edge: one more step
     tests = [c for c in calls if c[4] == "test"]
     assert len(tests) == 3 * len(cfg.methods_clean)
-    assert {c[3]["lr"] for c in tests if c[0] == "random"} == {0.1}
-    assert {c[3]["prune_ratio"] for c in tests if c[0] == "infobatch"} == {0.7}
+    assert {c[3]["lr"] for c in tests if c[0] == "random +gate"} == {0.1}
+    assert {c[3]["prune_ratio"] for c in tests if c[0] == "infobatch +gate"} == {0.7}
     table = sec.tables["Clean shapes: learning rate chosen on the validation split (seed 0), the same grid for "
                        "every method"]
     assert [r[3] for r in table[1]] == [3, 3, 3, 4]  # grid points tried (+1 extension for ours)
     claims = {c.claim: c for c in sec.claims}
     assert any("InfoBatch" in k for k in claims) and all(c.seeds == 3 for c in claims.values())
+    gates = {c.claim for c in sec.claims if c.kind == "gate"}
+    assert gates == {R.gate_name("Clean shapes", m) for m in cfg.methods_clean}  # one competence gate per method
+    for c in sec.claims:
+        if c.kind == "paper":  # every comparison waits on the gates of both sides
+            assert c.gates and set(c.gates) <= gates and R.gate_name("Clean shapes", "ours") in c.gates
+    full_gate = claims[R.gate_name("Clean shapes", "full")]
+    assert any("stated accuracy" in k for k in full_gate.controls) and full_gate.verdict == "fails"  # 0.9 < 0.95
 
 
 def test_infobatch_default_ratio_row_prunes_less_than_the_cost_matched_one():
@@ -572,4 +588,73 @@ def test_infobatch_default_ratio_row_prunes_less_than_the_cost_matched_one():
     matched = R.run_method("infobatch", cfg, "clean", 0, {"prune_ratio": 0.9})
     full = R.run_method("full", cfg, "clean", 0, {})
     assert matched["cost"] < default["cost"] < full["cost"] == pytest.approx(1.0)
-    assert R.INFOBATCH_DEFAULT in BUDGETS.full.methods_clean and R.INFOBATCH_DEFAULT in BUDGETS.full.methods_noisy
+    for methods in (BUDGETS.full.methods_clean, BUDGETS.full.methods_noisy, BUDGETS.full.methods_digits):
+        assert R.INFOBATCH_DEFAULT + R.GATED in methods and "infobatch" + R.GATED in methods
+        # every pruning baseline gets ours' gate; only full data also runs without it
+        assert all(m.endswith(R.GATED) or m.startswith("ours") or m == "full" for m in methods)
+
+
+def test_gated_baseline_selects_within_the_gate_with_ours_budget_and_anneals_on_all_data():
+    """GatedSelector: in the pruning epochs S_t lies in the gated-in pool with |S_t| = ceil(r N), the budget ours
+    has; in the annealing epochs every sample (as DynamicSelector with the gate); losses reach the inner selector
+    (InfoBatch's mean-loss rule sees the pool); the measured cost equals ours' closed form."""
+    from select_augment.selection import GatedSelector, pool_ratio
+
+    z, t, y = _toy()
+    s = score(z, y, text_features=t, k=5, gate="quantile", q_noise=0.3)
+    gate, N, T, r = s.gate, len(y), 8, 0.5
+    pool = np.flatnonzero(gate)
+    assert 0 < len(pool) < N
+    ours = DynamicSelector(s, ratio=r, delta=0.75, epochs=T, seed=0, weighting="none")
+    inner = LossPolicySelector(len(pool), ratio=pool_ratio(r, N, len(pool)), delta=0.75, epochs=T, seed=0)
+    sel = GatedSelector(inner, gate)
+    m_ours, m_sel = CostMeter(N, T), CostMeter(N, T)
+    for ep in range(T):
+        ours.set_epoch(ep)
+        sel.set_epoch(ep)
+        m_ours.add(len(ours.selected))
+        m_sel.add(len(sel.selected))
+        if ep < 6:
+            assert set(sel.selected) <= set(pool) and len(sel.selected) == math.ceil(r * N)
+        else:
+            assert len(sel.selected) == N
+    assert m_sel.total == m_ours.total
+    ib = GatedSelector(InfoBatch(len(pool), prune_ratio=0.5, delta=0.75, epochs=T, seed=0), gate)
+    losses = np.linspace(0.1, 3.0, N)
+    ib.update(np.arange(N), losses)
+    np.testing.assert_allclose(ib.inner.loss, losses[pool])  # the pool's losses, in local ids
+    ib.set_epoch(1)
+    assert set(ib.selected) <= set(pool) and len(ib.selected) < len(pool)  # well-learned ones thinned
+    with pytest.raises(SelectAugmentError, match="gated-in"):
+        GatedSelector(LossPolicySelector(N, ratio=r, epochs=T), gate)
+
+
+def test_digits_label_noise_flags_and_rate():
+    from select_augment.data import digits
+
+    clean = digits(seed=3, split="train", image_size=8)
+    noisy = digits(seed=3, split="train", image_size=8, label_noise=0.3)
+    flips = noisy.flags["label_noisy"]
+    np.testing.assert_array_equal(noisy.images, clean.images)  # the same split and images
+    assert (noisy.labels[flips] != clean.labels[flips]).all() and (noisy.labels[~flips] == clean.labels[~flips]).all()
+    assert 0.25 < flips.mean() < 0.35
+    assert "label_noisy" not in digits(seed=3, split="test", image_size=8, label_noise=0.3).flags  # test stays clean
+    with pytest.raises(SelectAugmentError, match="label_noise"):
+        digits(seed=0, label_noise=1.5)
+
+
+def test_out_of_vocabulary_folder_classes_fail_before_any_model_is_built(tmp_path, monkeypatch, capsys):
+    """A user's ImageFolder whose class names the tiny CLIP has no words for fails at once, naming the classes and
+    the way out (--clip-checkpoint or --text-features prototypes), before any CLIP is built or loaded."""
+    from select_augment import data
+    from select_augment.cli import main
+
+    for c in ("zebra", "circle"):
+        (tmp_path / "imgs" / c).mkdir(parents=True)
+    monkeypatch.setattr(data, "load_clip", lambda *a, **k: pytest.fail("a CLIP was built"))
+    rc = main(["train", "--dataset", "folder", "--folder", str(tmp_path / "imgs"), "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert rc == 2 and re.search(r"\['zebra'\].*--clip-checkpoint.*prototypes", err), err
+    assert not (tmp_path / "run").exists()
+    data.check_vocabulary(None, ["circle", "square"], ("a photo of a {}",))  # known words pass
+    data.check_vocabulary("user.safetensors", ["zebra"], ("a photo of a {}",))  # a user's open_clip reads any text

@@ -37,7 +37,7 @@ class TrainOptions(CommonOptions):
     method: Literal["ours", "infobatch", "random", "full"] = "ours"
     """Selector: ours (DynamicSelector + TargetedAugment), InfoBatch, random dynamic selection, or full data."""
     regime: Literal["clean", "noisy", "ambiguous", "duplicates"] = "clean"
-    """shapes only: the training-set regime."""
+    """The training-set regime (shapes: all four; digits: clean or noisy = 30% symmetric label noise)."""
     n_train: int = 1200
     """shapes only: training images."""
     n_test: int = 1000
@@ -48,8 +48,15 @@ class TrainOptions(CommonOptions):
     """An open_clip architecture name for --clip-checkpoint (default: the shared tiny CLIP, built offline)."""
     clip_checkpoint: Path | None = None
     """A local open_clip weight file (nothing is downloaded)."""
-    prune_ratio: float = 0.8
-    """infobatch only: share of the well-learned samples pruned each epoch."""
+    text_features: Literal["auto", "clip", "prototypes"] = "auto"
+    """Class features of the consistency score: clip (the CLIP's text tower on the class prompts), prototypes (class
+    means of the CLIP image features: for class names the CLIP has no words for), auto (prototypes for the digits
+    with the tiny CLIP, clip otherwise)."""
+    prune_ratio: float = 0.5
+    """infobatch only: share of the well-learned samples pruned each epoch (InfoBatch's own default)."""
+    gate_baselines: bool = True
+    """A baseline (infobatch, random, full) gets ours' noise gate (--score.gate): it selects within the gated-in
+    samples in the pruning epochs, as reproduce's "+gate" rows do; --no-gate-baselines: the plain baseline."""
     score: ScoreConfig = field(default_factory=lambda: cpu().score)
     """Scoring (defaults: config.cpu(), the full run's: the Gaussian-mixture gate; --preset paper: the quantile gate)."""
     select: SelectConfig = field(default_factory=lambda: cpu().select)
@@ -79,7 +86,9 @@ def _load_data(opts: TrainOptions):
         return (data.shapes(opts.n_train, regime=opts.regime, seed=opts.seed),
                 data.shapes(opts.n_test, seed=opts.seed, split="test"))
     if opts.dataset == "digits":
-        return data.digits(seed=opts.seed, split="train"), data.digits(seed=opts.seed, split="test")
+        noise = 0.3 if opts.regime == "noisy" else 0.0  # reproduce's "digits-noisy"
+        return (data.digits(seed=opts.seed, split="train", image_size=8, label_noise=noise),
+                data.digits(seed=opts.seed, split="test", image_size=8))
     if opts.folder is None:
         raise SelectAugmentError("--dataset folder needs --folder DIR")
     full = data.image_folder(opts.folder)
@@ -108,6 +117,15 @@ def _check_train(opts: TrainOptions) -> None:
         raise SelectAugmentError(f"--clip-checkpoint {str(opts.clip_checkpoint)!r}: no such file")
     if (opts.clip_checkpoint is None) != (opts.clip_arch is None):
         raise SelectAugmentError("--clip-arch and --clip-checkpoint go together")
+    if opts.dataset == "digits" and opts.regime not in ("clean", "noisy"):
+        raise SelectAugmentError(f"--regime {opts.regime!r} is for the shapes; the digits take clean or noisy")
+    if opts.dataset == "folder" and opts.text_features != "prototypes" and opts.clip_checkpoint is None:
+        # ImageFolder's classes are the sorted sub-folder names: check them against the tiny CLIP's words now,
+        # before any image is read or any model is built
+        from select_augment.data import check_vocabulary
+
+        names = sorted(p.name for p in Path(opts.folder).iterdir() if p.is_dir())
+        check_vocabulary(None, names, ("a photo of a {}",))
 
 
 def train_command(opts: TrainOptions) -> int:
@@ -122,21 +140,35 @@ def train_command(opts: TrainOptions) -> int:
     from select_augment.augment import TargetedAugment
     from select_augment.data import clip_features, load_clip
     from select_augment.scoring import score
-    from select_augment.selection import DynamicSelector, InfoBatch, LossPolicySelector
+    from select_augment.selection import (
+        DynamicSelector,
+        GatedSelector,
+        InfoBatch,
+        LossPolicySelector,
+        pool_ratio,
+    )
     from select_augment.train import accuracy, train
 
     seed_everything(opts.seed)
     tr, te = _load_data(opts)
     C = int(max(tr.labels.max(), te.labels.max())) + 1
-    if opts.dataset == "digits" and opts.clip_checkpoint is None:
-        # the tiny CLIP's vocabulary has no digit words: class prototypes stand in for the text features
-        bundle = load_clip()
+    prototypes = opts.text_features == "prototypes" or (
+        opts.text_features == "auto" and opts.dataset == "digits" and opts.clip_checkpoint is None)
+    if not prototypes:  # class names checked before any CLIP is built or loaded
+        from select_augment.data import check_vocabulary
+
+        check_vocabulary(opts.clip_checkpoint, tr.classnames, (tr.prompt,))
+    bundle = load_clip(str(opts.clip_checkpoint) if opts.clip_checkpoint else None, arch=opts.clip_arch)
+    if prototypes:
+        # class means of the image features stand in for the text features (e.g. the tiny CLIP has no digit words)
         from icml25.testbeds.clip import encode_images
 
-        z = encode_images(bundle, tr.images).double().numpy()
-        t = np.stack([z[tr.labels == c].mean(0) for c in range(C)])
+        from select_augment.data import prototype_text_features, upsample
+
+        imgs = upsample(tr.images, 32) if opts.clip_checkpoint is None and tr.images.shape[1] < 32 else tr.images
+        z = encode_images(bundle, imgs).double().numpy()
+        t = prototype_text_features(z, tr.labels, C)
     else:
-        bundle = load_clip(str(opts.clip_checkpoint) if opts.clip_checkpoint else None, arch=opts.clip_arch)
         z, t = clip_features(bundle, tr.images, tr.classnames, templates=(tr.prompt,))
     s = opts.score
     scores = score(z, tr.labels, text_features=t, k=s.k, temperature=s.temperature, consistency=s.consistency,
@@ -144,19 +176,27 @@ def train_command(opts: TrainOptions) -> int:
     L, S, A = opts.learn, opts.select, opts.aug
     n = len(tr)
     targeting = A.targeting
+    gated = opts.gate_baselines and opts.method != "ours" and s.gate != "off"
+    n_sel = int(scores.gate.sum()) if gated else n  # a baseline given ours' gate selects within the gated-in pool
     if opts.method == "ours":
         sel = DynamicSelector(scores, ratio=S.ratio, delta=S.delta, epochs=L.epochs, seed=opts.seed, eps=S.eps,
                               weighting=S.weighting, max_weight=S.max_weight)
     elif opts.method == "infobatch":
-        sel, targeting = InfoBatch(n, prune_ratio=opts.prune_ratio, delta=S.delta, epochs=L.epochs,
+        sel, targeting = InfoBatch(n_sel, prune_ratio=opts.prune_ratio, delta=S.delta, epochs=L.epochs,
                                    seed=opts.seed), "none"
     else:
-        sel = LossPolicySelector(n, ratio=1.0 if opts.method == "full" else S.ratio, delta=S.delta, epochs=L.epochs,
-                                 seed=opts.seed)
+        ratio = 1.0 if opts.method == "full" else pool_ratio(S.ratio, n, n_sel)
+        sel = LossPolicySelector(n_sel, ratio=ratio, delta=S.delta, epochs=L.epochs, seed=opts.seed)
         targeting = "none"
+    if gated:
+        sel = GatedSelector(sel, scores.gate)
+    # the digits as in reproduce: native 8x8 (no input pooling), no flip, no geometric or translating strong ops
+    digit = opts.dataset == "digits"
+    downsample = 1 if digit else L.downsample
+    exclude_ops = Config().digits_exclude_ops if digit and A.exclude_ops == AugConfig().exclude_ops else A.exclude_ops
     aug = TargetedAugment((tr.images, tr.labels), sel, policy=A.policy, aug_ratio=A.aug_ratio, mode=A.mode,
                           mix=A.mix, targeting=targeting, suitability=scores.suitability, num_classes=C,
-                          exclude_ops=A.exclude_ops, seed=opts.seed)
+                          exclude_ops=exclude_ops, seed=opts.seed, flip=not digit, batched=A.batched)
     from icml25.device import resolve_device
 
     device = resolve_device(opts.device)
@@ -167,9 +207,9 @@ def train_command(opts: TrainOptions) -> int:
         rd.log(rec["epoch"], **{k: v for k, v in rec.items() if k != "epoch"})
 
     res = train(tr.images, tr.labels, augment=aug, epochs=L.epochs, num_classes=C, batch_size=L.batch_size,
-                lr=L.lr, width=L.width, downsample=L.downsample, seed=opts.seed, callback=log, device=device)
+                lr=L.lr, width=L.width, downsample=downsample, seed=opts.seed, callback=log, device=device)
     acc = accuracy(res.model, te.images, te.labels)
-    save_model(rd.path / "model", res.model, {"num_classes": C, "width": L.width, "downsample": L.downsample})
+    save_model(rd.path / "model", res.model, {"num_classes": C, "width": L.width, "downsample": downsample})
     np.savez_compressed(rd.path / "scores.npz", consistency=scores.consistency, density=scores.density,
                         u=scores.u, v=scores.v, suitability=scores.suitability, gate=scores.gate, labels=scores.labels)
     summary = {"test_accuracy": acc, "cost_fraction": res.cost.fraction, "sample_steps": res.cost.total,

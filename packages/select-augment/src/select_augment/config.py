@@ -144,14 +144,16 @@ class Config:
     digits_exclude_ops: tuple[str, ...] = ("Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY")
     """Strong-policy operations removed on the 8x8 digits (rotation turns 6 into 9; a translation by up to 32
     pixels, TrivialAugmentWide's range, empties an 8x8 image)."""
-    methods_clean: tuple[str, ...] = ("full", "full+TA", "random", "egreedy", "ucb", "infobatch", "infobatch r=0.5",
-                                      "ours", "ours w/o aug", "ours w/o gate", "ours uniform aug")
-    """Methods run on the clean regime."""
-    methods_noisy: tuple[str, ...] = ("full", "random", "infobatch", "infobatch r=0.5", "ours", "ours w/o gate")
-    """Methods run on the noisy regime."""
-    methods_digits: tuple[str, ...] = ("full", "full+TA", "random", "egreedy", "ucb", "infobatch",
-                                       "infobatch r=0.5", "ours", "ours w/o aug", "ours w/o gate", "ours uniform aug")
-    """Methods run on the digits."""
+    methods_clean: tuple[str, ...] = ("full", "random +gate", "egreedy +gate", "ucb +gate", "infobatch +gate",
+                                      "infobatch r=0.5 +gate", "ours", "ours w/o aug", "ours w/o gate",
+                                      "ours uniform aug")
+    """Methods run on the clean shapes ("X +gate": baseline X on the samples ours' noise gate keeps)."""
+    methods_noisy: tuple[str, ...] = ("full", "full +gate", "random +gate", "infobatch +gate",
+                                      "infobatch r=0.5 +gate", "ours", "ours w/o gate")
+    """Methods run on the noisy regimes (shapes and digits)."""
+    methods_digits: tuple[str, ...] = ("full", "random +gate", "egreedy +gate", "ucb +gate", "infobatch +gate",
+                                       "infobatch r=0.5 +gate", "ours", "ours w/o gate", "ours uniform aug")
+    """Methods run on the clean digits."""
     score: ScoreConfig = field(default_factory=ScoreConfig)
     select: SelectConfig = field(default_factory=SelectConfig)
     aug: AugConfig = field(default_factory=AugConfig)
@@ -194,11 +196,12 @@ def cpu() -> Config:
 
 BUDGETS = Budgets(
     smoke=replace(cpu(), seeds=1, n_train=240, n_val=80, n_test=160, n_detect=240, tune=False,
-                  learn=LearnConfig(epochs=2, batch_size=64), methods_clean=("full", "random", "infobatch", "ours"),
+                  learn=LearnConfig(epochs=2, batch_size=64), methods_clean=("full", "random +gate", "infobatch +gate", "ours"),
                   methods_noisy=("full", "ours"), methods_digits=("full", "ours"), infobatch_prune_grid=(0.9,)),
     quick=replace(cpu(), seeds=3, n_train=600, n_val=200, n_test=500, n_detect=600, tune=False,
-                  learn=LearnConfig(epochs=8), methods_clean=("full", "random", "infobatch", "ours", "ours w/o aug",
-                                                             "ours uniform aug"),
-                  methods_noisy=("full", "infobatch", "ours"), methods_digits=("full", "random", "infobatch", "ours")),
+                  learn=LearnConfig(epochs=8), methods_clean=("full", "random +gate", "infobatch +gate", "ours",
+                                                             "ours w/o aug", "ours uniform aug"),
+                  methods_noisy=("full", "full +gate", "infobatch +gate", "ours"),
+                  methods_digits=("full", "random +gate", "infobatch +gate", "ours")),
     full=replace(cpu(), seeds=5),
 )

@@ -61,10 +61,13 @@ def shapes(n: int, *, regime: Regime = "clean", seed: int, split: str = "train",
 
 
 def digits(*, seed: int = 0, split: str = "train", val_frac: float = 0.2, test_frac: float = 0.3,
-           image_size: int = 32) -> ImageSet:
+           image_size: int = 32, label_noise: float = 0.0) -> ImageSet:
     """sklearn's bundled digits (1797 images, 8x8) as ``image_size`` RGB uint8 (8: the native images; 32: each pixel
     a 4x4 block), class names "zero".."nine", prompt "a photo of the digit {}"; a seeded split (scikit-learn's bundled
-    copy; nothing is downloaded)."""
+    copy; nothing is downloaded). ``label_noise`` (training split only): that share of the labels, drawn with the
+    seed, is replaced by another class drawn uniformly (flag ``label_noisy``); validation and test stay clean."""
+    if not (isinstance(label_noise, (int, float)) and 0.0 <= label_noise <= 1.0):
+        raise SelectAugmentError(f"label_noise must be in [0, 1], got {label_noise!r}")
     if image_size not in (8, 16, 32):
         raise SelectAugmentError(f"image_size must be 8, 16 or 32 for digits, got {image_size!r}")
     if split not in ("train", "val", "test"):
@@ -82,7 +85,15 @@ def digits(*, seed: int = 0, split: str = "train", val_frac: float = 0.2, test_f
     n_test, n_val = int(test_frac * len(x)), int(val_frac * len(x))
     parts = {"test": perm[:n_test], "val": perm[n_test:n_test + n_val], "train": perm[n_test + n_val:]}
     idx = parts[split]
-    return ImageSet(x[idx], d.target[idx].astype(np.int64), DIGIT_NAMES, {}, prompt="a photo of the digit {}")
+    y = d.target[idx].astype(np.int64)
+    flags: dict[str, np.ndarray] = {}
+    if split == "train" and label_noise > 0:
+        rng = np.random.default_rng([seed, 7])  # its own stream: the split does not depend on the noise
+        noisy = rng.random(len(y)) < label_noise
+        y = y.copy()
+        y[noisy] = (y[noisy] + rng.integers(1, 10, size=int(noisy.sum()))) % 10  # another class, uniformly
+        flags["label_noisy"] = noisy
+    return ImageSet(x[idx], y, DIGIT_NAMES, flags, prompt="a photo of the digit {}")
 
 
 def image_folder(path: str | Path, *, image_size: int = 32) -> ImageSet:
@@ -110,6 +121,30 @@ def check_classnames(classnames: Any, num_classes: int) -> tuple[str, ...]:
     if len(names) != num_classes:
         raise SelectAugmentError(f"there must be one class name per class ({num_classes}), got {len(names)}")
     return names
+
+
+def check_vocabulary(bundle_or_none: Any, classnames: Any, prompts: Any) -> None:
+    """Fail fast, before any CLIP model is built or loaded, when the shared tiny CLIP (``bundle_or_none`` None) cannot
+    read the prompts of these class names: its word-level vocabulary knows only the shape, colour and texture words
+    it was pretrained on. A user's open_clip model (BPE tokenizer) reads any text, so nothing is checked for it."""
+    if bundle_or_none is not None:
+        return
+    from icml25.testbeds.clip.tokenizer import WordTokenizer
+
+    tok = WordTokenizer()
+    bad = []
+    for c in classnames:
+        for p in prompts:
+            try:
+                tok.words(p.format(c))
+            except ValueError:
+                bad.append(c)
+                break
+    if bad:
+        raise SelectAugmentError(
+            f"class name(s) {bad} are outside the tiny CLIP's word vocabulary (it knows only the shapes it was "
+            "pretrained on); pass your own open_clip model with --clip-arch NAME --clip-checkpoint FILE, or "
+            "--text-features prototypes to score against class prototypes of the image features")
 
 
 def clip_features(bundle: Any, images: np.ndarray, classnames: Any, *,

@@ -13,7 +13,7 @@ With L2-normalised image features ``z [N, d]``, class text features ``t [C, d]``
   strictly increasing transform of rho or c);
 * augmentation suitability ``a_i = v_i (1 - u_i)`` (clean and sparse samples are the ones to augment);
 * noise / ambiguity gate ``g_i = 1[v_i >= q_noise]`` (``gate="quantile"``), or ``g_i = 1[P(clean | c_i) >= 0.5]``
-  from a two-component 1-D Gaussian mixture on ``c`` fitted by EM (``gate="gmm"``, DivideMix style), or all ones
+  from scikit-learn's two-component ``GaussianMixture`` on ``c`` (``gate="gmm"``, DivideMix style), or all ones
   (``gate="off"``).
 """
 
@@ -153,29 +153,18 @@ def local_density(z: np.ndarray, y: np.ndarray, *, k: int, kind: DensityKind = "
     return rho
 
 
-def gmm_clean_probability(c: np.ndarray, *, iters: int = 100, seed: int = 0) -> np.ndarray:
-    """``P(clean | c_i)`` from a two-component 1-D Gaussian mixture on ``c`` fitted by EM (the clean component is
-    the one with the larger mean). Written in numpy (scikit-learn's ``GaussianMixture`` is not a dependency)."""
-    x = np.asarray(c, dtype=np.float64)
+def gmm_clean_probability(c: np.ndarray, *, seed: int = 0) -> np.ndarray:
+    """``P(clean | c_i)`` from scikit-learn's two-component 1-D ``GaussianMixture`` on ``c`` (EM, full covariance;
+    the clean component is the one with the larger mean), as in DivideMix's loss split."""
+    from sklearn.mixture import GaussianMixture
+
+    x = np.asarray(c, dtype=np.float64).reshape(-1, 1)  # [N, 1]
+    if len(x) < 2 or np.ptp(x) == 0:
+        return np.ones(len(x))  # one value: nothing to split, every sample is kept
     lo, hi = np.quantile(x, [0.1, 0.9])
-    mu = np.array([lo, hi])
-    var = np.full(2, max(float(x.var()), 1e-6))
-    pi = np.array([0.5, 0.5])
-    for _ in range(iters):
-        logp = -0.5 * (x[:, None] - mu) ** 2 / var - 0.5 * np.log(2 * np.pi * var) + np.log(pi)
-        logp -= logp.max(axis=1, keepdims=True)
-        r = np.exp(logp)
-        r /= r.sum(axis=1, keepdims=True)
-        nk = r.sum(axis=0) + 1e-12
-        mu_new = (r * x[:, None]).sum(axis=0) / nk
-        var = np.maximum((r * (x[:, None] - mu_new) ** 2).sum(axis=0) / nk, 1e-6)
-        pi = nk / nk.sum()
-        if np.allclose(mu_new, mu, atol=1e-10):
-            mu = mu_new
-            break
-        mu = mu_new
-    clean = int(np.argmax(mu))
-    return r[:, clean]
+    gm = GaussianMixture(n_components=2, covariance_type="full", reg_covar=1e-6, max_iter=200, tol=1e-8,
+                         means_init=np.array([[lo], [hi]]), random_state=seed).fit(x)
+    return gm.predict_proba(x)[:, int(np.argmax(gm.means_[:, 0]))]
 
 
 def score(

@@ -371,3 +371,74 @@ class LossPolicySelector(_EpochSampler):
         ucb = np.where(self.seen, self.mean + self.c * np.sqrt(self.var), np.inf)
         order = np.lexsort((rng.random(self.n), -ucb))
         return order[:b], np.ones(b)
+
+
+class GatedSelector(_EpochSampler):
+    """Any baseline selector given the method's noise gate: in the pruning epochs ``inner`` (built on the ``|P|``
+    gated-in samples ``P = {i : g_i = 1}``, local ids ``0..|P|-1``) chooses ``S_t`` within ``P``; in the annealing
+    epochs every sample is used with weight 1, exactly as :class:`DynamicSelector` with ``use_gate=True`` does. The
+    losses of the samples in ``P`` are passed on to ``inner`` (its loss memory), so InfoBatch's mean-loss rule and the
+    EMA-loss policies see the same pool the method sees. Give ``inner`` the budget ``ceil(r N)`` of the whole data set
+    (:func:`pool_ratio`) so that the cost is matched to the method's.
+
+    Args:
+        inner: a selector over the gated-in samples (``inner.n == gate.sum()``), e.g. :class:`LossPolicySelector`
+            or :class:`InfoBatch`.
+        gate: boolean ``[N]`` (``Scores.gate``).
+    """
+
+    def __init__(self, inner: _EpochSampler, gate: Any):
+        g = np.asarray(gate, dtype=bool)
+        if g.ndim != 1 or not g.any():
+            raise SelectAugmentError("gate must be a 1-D boolean array that keeps at least one sample")
+        if not isinstance(inner, _EpochSampler) or inner.n != int(g.sum()):
+            raise SelectAugmentError(f"inner must be a selector over the {int(g.sum())} gated-in samples, "
+                                     f"got n={getattr(inner, 'n', None)}")
+        super().__init__(len(g), delta=inner.delta, epochs=inner.epochs, seed=inner.seed)
+        self.inner, self.pool = inner, np.flatnonzero(g)
+        self._local = np.full(self.n, -1, dtype=np.int64)
+        self._local[self.pool] = np.arange(len(self.pool))
+
+    def pruning(self, epoch: int) -> bool:
+        return self.inner.pruning(epoch)
+
+    def _select(self, epoch: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        self.inner.set_epoch(epoch)
+        return self.pool[self.inner.selected], self.inner._w[self.inner.selected]
+
+    def _record(self, idx: np.ndarray, val: np.ndarray) -> None:
+        super()._record(idx, val)
+        loc = self._local[idx]
+        mask = loc >= 0
+        if mask.any():
+            self.inner._record(loc[mask], val[mask])
+
+
+def pool_ratio(ratio: float, n: int, pool: int) -> float:
+    """The ratio that gives a selector over ``pool`` samples the budget ``ceil(ratio n)`` of the whole data set
+    (``min(1, ...)``; exact under ``ceil``)."""
+    budget = math.ceil(ratio * n)
+    return 1.0 if budget >= pool else (budget - 0.5) / pool
+
+
+def successive_sampling_inclusion(p: Any, m: int) -> tuple[np.ndarray, dict[frozenset, float]]:
+    """Exact first-order inclusion probabilities ``pi [n]`` of drawing ``m`` of ``n`` items without replacement with
+    probabilities ``∝ p`` (successive sampling, which Gumbel-top-k / :func:`bottom_k` draws), and the probability of
+    each unordered set, by enumerating every ordered draw (``n <= 10``: for tests and small checks)."""
+    import itertools
+
+    p = np.asarray(p, dtype=np.float64)
+    n = len(p)
+    if n > 10 or not 0 <= m <= n or (p <= 0).any():
+        raise SelectAugmentError(f"needs n <= 10, 0 <= m <= n and p > 0 (got n={n}, m={m})")
+    pi = np.zeros(n)
+    sets: dict[frozenset, float] = {}
+    for seq in itertools.permutations(range(n), m):
+        pr, left = 1.0, p.sum()
+        for i in seq:
+            pr *= p[i] / left
+            left -= p[i]
+        key = frozenset(seq)
+        sets[key] = sets.get(key, 0.0) + pr
+        pi[list(seq)] += pr
+    return pi, sets
