@@ -472,7 +472,8 @@ def test_h5_roundtrip_in_the_official_layout(tmp_path):
 
 @pytest.mark.parametrize("field, value", [("nx", 2), ("alpha", 1.5), ("u_bound", 0.0), ("weight_lambda", -1.0),
                                           ("dt", 0.0), ("ddim_steps", 500), ("n_cal", 10), ("seeds", 0),
-                                          ("ema_beta", 1.0), ("few_seeds", -1), ("state_guidance_grid", (1.0,))])
+                                          ("ema_beta", 1.0), ("few_seeds", -1), ("state_guidance_grid", (1.0,)),
+                                          ("attention", "yes")])
 def test_bad_config_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         Config(**{field: value})
@@ -569,3 +570,37 @@ def test_pretrain_with_ema_validates_and_keeps_the_averaged_weights():
     assert (averaged - init).norm() < (online - init).norm()
     with pytest.raises(SafediffconError, match="ema"):
         _tiny().pretrain(train, steps=2, batch_size=8, evaluate=lambda m: 0.0, ema=1.0)
+
+
+@pytest.mark.parametrize("attention", ["mid", "all"])
+def test_unet_attention_gives_a_global_receptive_field(attention):
+    """With attention the output at the far end of the grid depends on the first column (64 columns apart)."""
+    torch.manual_seed(0)
+    net = UNet2D(dim=8, mults=(1, 2, 4), attention=attention)
+    torch.nn.init.normal_(net.out[-1].weight, std=0.1)  # the zero-initialised output layer would hide every path
+    x = torch.randn(1, 3, 16, 64, requires_grad=True)
+    out = net(x, torch.tensor([5]))
+    assert out.shape == x.shape
+    (g,) = torch.autograd.grad(out[0, :, :, -1].sum(), x)
+    assert float(g[0, :, :, 0].abs().sum()) > 0.0
+
+
+def test_attention_setting_is_saved_and_bad_values_refused(tmp_path):
+    m = SafeDiffCon(nx=16, dt=2e-3, dim=4, mults=(1, 2), timesteps=20, ddim_steps=3, attention="all")
+    m.save(tmp_path / "m")
+    back = SafeDiffCon.load(tmp_path / "m")
+    assert back.net.attention == "all"
+    for p, q in zip(m.net.parameters(), back.net.parameters()):
+        assert torch.equal(p, q)
+    with pytest.raises(SafediffconError, match="attention"):
+        SafeDiffCon(nx=16, dt=2e-3, dim=4, mults=(1, 2), timesteps=20, ddim_steps=3, attention="yes")
+
+
+def test_attention_heads_divide_any_channel_count():
+    from safediffcon.unet import _heads
+
+    for c in (4, 8, 12, 20, 28, 56, 64):
+        h = _heads(c)
+        assert c % h == 0 and 1 <= h <= max(1, c // 8)
+    net = UNet2D(dim=14, mults=(1, 2), attention="all")  # 14 and 28 channels
+    assert net(torch.randn(1, 3, 16, 16), torch.tensor([3])).shape == (1, 3, 16, 16)

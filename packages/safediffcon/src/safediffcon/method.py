@@ -56,7 +56,7 @@ class SafeDiffCon:
                  u_bound: float = 0.8, alpha: float = 0.98, weight_lambda: float = 2500.0,
                  guidance_lambda: float = 500.0, ddim_steps: int = 20, eta: float = 1.0,
                  quantile_method: str = "weighted", official_safety_row_mask: bool = False,
-                 safety_estimate: str = "channel", seed: int = 0):
+                 safety_estimate: str = "channel", attention: str = "mid", seed: int = 0):
         check_solver(nx, nu=nu, dt=dt)
         if nx % 2 ** (len(mults) - 1):
             raise SafediffconError(f"nx={nx} must be divisible by 2^(len(mults)-1) = {2 ** (len(mults) - 1)}")
@@ -67,6 +67,10 @@ class SafeDiffCon:
         for name, v in (("weight_lambda", weight_lambda), ("guidance_lambda", guidance_lambda)):
             if not (math.isfinite(v) and v >= 0):
                 raise SafediffconError(f"{name} must be a finite number >= 0, got {v!r}")
+        from safediffcon.unet import ATTENTION
+
+        if attention not in ATTENTION:
+            raise SafediffconError(f"attention must be one of {ATTENTION}, got {attention!r}")
         if quantile_method not in ("weighted", "official"):
             raise SafediffconError(f"quantile_method must be 'weighted' or 'official', got {quantile_method!r}")
         if not isinstance(ddim_steps, int) or not 1 <= ddim_steps <= timesteps:
@@ -77,7 +81,7 @@ class SafeDiffCon:
         self.ddim_steps, self.eta, self.quantile_method = ddim_steps, eta, quantile_method
         self.seed = seed
         torch.manual_seed(seed)
-        self.net = UNet2D(dim=dim, mults=tuple(mults))
+        self.net = UNet2D(dim=dim, mults=tuple(mults), attention=attention)
         self.diffusion = GaussianDiffusion(self.net, nx=nx, timesteps=timesteps, scaler=scaler,
                                            official_safety_row_mask=official_safety_row_mask,
                                            safety_estimate=safety_estimate)
@@ -383,6 +387,7 @@ class SafeDiffCon:
     def config(self) -> dict:
         d = self.diffusion
         return {"nx": self.nx, "nu": self.nu, "dt": self.dt, "dim": self.net.dim, "mults": list(self.net.mults),
+                "attention": self.net.attention,
                 "timesteps": d.timesteps, "scaler": self.scaler, "u_bound": self.u_bound, "alpha": self.alpha,
                 "weight_lambda": self.weight_lambda, "guidance_lambda": self.guidance_lambda,
                 "ddim_steps": self.ddim_steps, "eta": self.eta, "quantile_method": self.quantile_method,
@@ -410,7 +415,8 @@ class SafeDiffCon:
 
         def build(cfg: dict):
             kw = {k: cfg[k] for k in keys if k != "mults"}
-            m = cls(mults=tuple(cfg["mults"]), safety_estimate=cfg.get("safety_estimate", "channel"), **kw)
+            m = cls(mults=tuple(cfg["mults"]), safety_estimate=cfg.get("safety_estimate", "channel"),
+                    attention=cfg.get("attention", "none"), **kw)  # checkpoints before the key: no attention
             m.Q = float(cfg.get("Q", 0.0))
             holder["m"] = m
             return m.net
