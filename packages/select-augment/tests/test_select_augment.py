@@ -543,8 +543,9 @@ def test_every_method_tunes_lr_on_the_same_grid_and_infobatch_is_cost_calibrated
         return {"acc": acc, "cost": cost, "seconds": 1.0, "selector_seconds": 0.01, "score_seconds": 0.1,
                 "epochs": cfg.learn.epochs, "n": cfg.n_train, "curve": curve}
 
-    monkeypatch.setattr(R, "run_method", fake)
-    monkeypatch.setattr(R, "_bar_figure", lambda out, name, res, title: name)
+    from select_augment.reproduce import common, matched_cost
+    monkeypatch.setattr(common, "run_method", fake)  # the module that calls it, not the package's re-export
+    monkeypatch.setattr(matched_cost, "_bar_figure", lambda out, name, res, title: name)
     R._CACHE.clear()
     cfg = replace(BUDGETS.full, seeds=3, methods_clean=("full", "random +gate", "infobatch +gate", "ours"))
     sec = R.clean_matched_cost(cfg, [0, 1, 2], tmp_path)
