@@ -55,37 +55,40 @@ def _heads(c: int) -> int:
     return max(h for h in range(1, max(1, c // 8) + 1) if c % h == 0)
 
 
-class LinearAttention(nn.Module):
-    """``x + W_o [softmax_n(k) v^T]^T softmax_d(q)`` per head over the ``n = H W`` positions of ``x [B, C, H, W]``."""
+class _Attention(nn.Module):
+    """Pre-norm (GroupNorm, 1 group), a 1x1 ``qkv`` projection into ``_heads(c)`` heads and a 1x1 output projection:
+    the parts shared by both attentions."""
 
     def __init__(self, c: int):
         super().__init__()
         self.heads = _heads(c)
         self.norm, self.qkv, self.out = nn.GroupNorm(1, c), nn.Conv2d(c, 3 * c, 1, bias=False), nn.Conv2d(c, c, 1)
 
+    def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``x [B, C, H, W]`` -> q, k, v, each ``[B, heads, d = C / heads, n = H W]``."""
+        b, c, h, w = x.shape
+        q, k, v = (t.reshape(b, self.heads, c // self.heads, h * w) for t in self.qkv(self.norm(x)).chunk(3, dim=1))
+        return q, k, v
+
+
+class LinearAttention(_Attention):
+    """``x + W_o [softmax_n(k) v^T]^T softmax_d(q)`` per head over the ``n = H W`` positions of ``x [B, C, H, W]``."""
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, c, h, w = x.shape
-        # [B, 3C, H, W] -> 3 x [B, heads, d = C / heads, n = H W]
-        q, k, v = (t.reshape(b, self.heads, c // self.heads, h * w) for t in self.qkv(self.norm(x)).chunk(3, dim=1))
+        q, k, v = self._qkv(x)  # [B, heads, d, n]
         q, k = q.softmax(dim=-2), k.softmax(dim=-1)
         context = torch.einsum("bhdn,bhen->bhde", k, v)  # [B, heads, d, d]
         o = torch.einsum("bhde,bhdn->bhen", context, q).reshape(b, c, h, w)  # [B, C, H, W]
         return x + self.out(o)
 
 
-class SelfAttention(nn.Module):
+class SelfAttention(_Attention):
     """``x + W_o softmax(q k^T / sqrt(d)) v`` per head over the ``H W`` positions of ``x [B, C, H, W]``."""
-
-    def __init__(self, c: int):
-        super().__init__()
-        self.heads = _heads(c)
-        self.norm, self.qkv, self.out = nn.GroupNorm(1, c), nn.Conv2d(c, 3 * c, 1, bias=False), nn.Conv2d(c, c, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, c, h, w = x.shape
-        # [B, 3C, H, W] -> 3 x [B, heads, n = H W, d = C / heads]
-        q, k, v = (t.reshape(b, self.heads, c // self.heads, h * w).transpose(-1, -2)
-                   for t in self.qkv(self.norm(x)).chunk(3, dim=1))
+        q, k, v = (t.transpose(-1, -2) for t in self._qkv(x))  # [B, heads, n = H W, d = C / heads]
         o = torch.nn.functional.scaled_dot_product_attention(q, k, v)  # [B, heads, n, d]
         return x + self.out(o.transpose(-1, -2).reshape(b, c, h, w))
 
