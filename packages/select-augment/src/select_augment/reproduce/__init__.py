@@ -23,48 +23,14 @@ from icml25.claims import Report
 from icml25.experiment import run_experiments
 
 from select_augment.config import BUDGETS
-from select_augment.reproduce.common import (
-    _CACHE,
-    DEFAULTS,
-    GATED,
-    INFOBATCH_DEFAULT,
-    PAPER_AUG,
-    PAPER_COST,
-    PAPER_NOISE,
-    PAPER_SCORE,
-    STATED_FULL,
-    _bar_figure,
-    _calibrate_infobatch,
-    _clip,
-    _compare,
-    _edge_note,
-    _g,
-    _gates,
-    _is_digits,
-    _method_table,
-    _scored,
-    _split,
-    _tuned,
-    _tuning_tables,
-    _vals,
-    gate_name,
-    run_method,
-)
+from select_augment.reproduce.common import _CACHE, GATED, INFOBATCH_DEFAULT, gate_name, run_method
 from select_augment.reproduce.matched_cost import (
-    _matched_cost_claims,
-    _noisy_claims,
     clean_matched_cost,
     digits_matched_cost,
     digits_noisy_matched_cost,
     noisy_matched_cost,
 )
-from select_augment.reproduce.scorer import (
-    SCORER_GATE_DIGITS,
-    SCORER_GATE_SHAPES,
-    _auroc,
-    _joint_figure,
-    score_detection,
-)
+from select_augment.reproduce.scorer import score_detection
 
 EXPERIMENTS = [score_detection, clean_matched_cost, noisy_matched_cost, digits_matched_cost,
                digits_noisy_matched_cost]
@@ -79,36 +45,10 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
 
 
 __all__ = [
-    "DEFAULTS",
     "EXPERIMENTS",
     "GATED",
     "INFOBATCH_DEFAULT",
-    "PAPER_AUG",
-    "PAPER_COST",
-    "PAPER_NOISE",
-    "PAPER_SCORE",
-    "SCORER_GATE_DIGITS",
-    "SCORER_GATE_SHAPES",
-    "STATED_FULL",
     "_CACHE",
-    "_auroc",
-    "_bar_figure",
-    "_calibrate_infobatch",
-    "_clip",
-    "_compare",
-    "_edge_note",
-    "_g",
-    "_gates",
-    "_is_digits",
-    "_joint_figure",
-    "_matched_cost_claims",
-    "_method_table",
-    "_noisy_claims",
-    "_scored",
-    "_split",
-    "_tuned",
-    "_tuning_tables",
-    "_vals",
     "clean_matched_cost",
     "digits_matched_cost",
     "digits_noisy_matched_cost",
