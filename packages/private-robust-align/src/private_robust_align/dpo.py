@@ -35,9 +35,28 @@ from private_robust_align.mechanism import flip_rate
 
 LOSSES = ("sigmoid", "robust", "conservative")
 """trl DPO losses: ``sigmoid`` (plain DPO), ``robust`` (rDPO, ``label_smoothing = ρ``: the paper's debiased loss)
-and ``conservative`` (cDPO: trl's ``sigmoid`` loss with ``label_smoothing = ρ``, the field's other answer to noisy
-preference labels)."""
-_TRL_TYPE = {"sigmoid": "sigmoid", "robust": "robust", "conservative": "sigmoid"}
+and ``conservative`` (cDPO, ``(1 − ρ)·softplus(−m) + ρ·softplus(m)``, the field's other answer to noisy preference
+labels).
+
+trl ≥ 1.x ignores ``label_smoothing`` in its ``sigmoid`` loss (only ``robust``, ``exo_pair`` and ``aot*`` read it), so
+``loss_type="sigmoid", label_smoothing=ρ`` is plain DPO, not cDPO. cDPO is built from trl's own per-pair terms as
+the weighted sum ``2(1 − ρ)·sigmoid − (1 − 2ρ)·robust`` (``loss_type=["sigmoid", "robust"]`` with those
+``loss_weights``), which equals ``(1 − ρ)·softplus(−m) + ρ·softplus(m)`` exactly (see :func:`_trl_loss_args`)."""
+
+
+def _trl_loss_args(loss: str, rho: float) -> dict[str, Any]:
+    """``DPOConfig`` keyword arguments for one of :data:`LOSSES` at flip rate ``rho``.
+
+    With ``s = softplus(−m)`` (trl ``sigmoid``) and ``r = [(1 − ρ)s − ρ·softplus(m)]/(1 − 2ρ)`` (trl ``robust``),
+    ``2(1 − ρ)s − (1 − 2ρ)r = (1 − ρ)s + ρ·softplus(m)``: the conservative (label-smoothed) DPO loss."""
+    if loss == "sigmoid":
+        return {"loss_type": ["sigmoid"], "label_smoothing": 0.0}
+    if loss == "robust":
+        return {"loss_type": ["robust"], "label_smoothing": rho}
+    if loss == "conservative":
+        return {"loss_type": ["sigmoid", "robust"], "label_smoothing": rho,
+                "loss_weights": [2.0 * (1.0 - rho), -(1.0 - 2.0 * rho)]}
+    raise PrivateRobustAlignError(f"loss must be one of {LOSSES}, got {loss!r}")
 
 
 def rr_swap_pairs(rows: list[dict[str, str]], *, epsilon: float,
@@ -164,8 +183,7 @@ def _trainer(model: Any, ref: Any, tokenizer: Any, rows: list[dict[str, str]], *
 
     if loss not in LOSSES:
         raise PrivateRobustAlignError(f"loss must be one of {LOSSES}, got {loss!r}")
-    args = DPOConfig(output_dir=out, loss_type=[_TRL_TYPE[loss]],
-                     label_smoothing=rho if loss in ("robust", "conservative") else 0.0, beta=beta,
+    args = DPOConfig(output_dir=out, **_trl_loss_args(loss, rho), beta=beta,
                      max_steps=steps, learning_rate=lr, per_device_train_batch_size=batch_size, seed=seed,
                      data_seed=seed, report_to="none", save_strategy="no", use_cpu=True, logging_steps=10**9,
                      lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, disable_tqdm=True,
@@ -244,7 +262,8 @@ def trl_losses(margins_seed: int = 0, *, rho: float, n: int = 4, beta: float = 0
     """trl's own per-pair ``sigmoid`` and ``robust`` losses on ``n`` single-pair batches of a randomly perturbed
     tiny LM (policy ≠ reference, so the margins are non-zero). Returns ``(margins, robust_losses)`` where the
     margins are recovered from trl's sigmoid loss ``s = log(1 + e^{−m})`` as ``m = −log(e^s − 1)``.
-    ``conservative=True`` appends trl's cDPO losses (``sigmoid`` with ``label_smoothing = ρ``) as a third array."""
+    ``conservative=True`` appends the cDPO losses of our ``conservative`` trainer (trl's ``sigmoid`` and ``robust``
+    terms weighted as in :func:`_trl_loss_args`) as a third array."""
     import torch
     from icml25.testbeds.lm import build_tiny_lm, build_tokenizer
 
