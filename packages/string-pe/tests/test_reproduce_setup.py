@@ -142,3 +142,15 @@ def test_gates_fail_for_a_rising_curve_and_for_chance_accuracy():
         add_gate(sec, "t", name, runs, chance=0.25, margin=0.25)
     v = {c.claim.split(": ")[1].split()[0]: c.verdict for c in sec.claims}
     assert v == {"flat": "holds", "rising": "fails", "chance": "fails"}
+
+
+def test_curve_table_is_the_mean_validation_curve_per_epoch():
+    from icml25.experiment import Section
+    from string_pe.reproduce import curve_table
+
+    sec = Section("c")
+    runs = {"a": [{"curve": [0.2, 0.4, 0.6]}, {"curve": [0.4, 0.6, 0.7]}], "b": [{"curve": [0.3, 0.3, 0.5]}] * 2}
+    curve_table(sec, "t", runs)
+    (name, (cols, rows)), = sec.tables.items()
+    assert "t" in name and cols == ["model", "1", "2", "3"]
+    assert rows == [["a", "0.300", "0.500", "0.650"], ["b", "0.300", "0.300", "0.500"]]

@@ -1,8 +1,8 @@
 """Side-by-side reproduction of the paper's claims at CPU scale: a list of experiments (``string-pe reproduce``).
 
 Every model of a comparison gets the same data, seeds, epochs and the same learning-rate grid, chosen on a validation
-split (:func:`icml25.tuning.tune_alike`, first seed); the chosen lr is then trained on every seed and scored on the
-test split. Comparisons are paired by seed (same init seed and batch order for every model). Trainings run in
+split (:func:`icml25.tuning.tune_alike`, mean over the first ``cfg.tune_seeds`` seeds); the chosen lr is then
+trained on every seed and scored on the test split. Comparisons are paired by seed (same init seed and batch order for every model). Trainings run in
 ``cfg.workers`` forked processes with one torch thread each.
 
 1. :func:`point_sets` — 2D point sets (geometry only): learned / Fourier APE, RoPE-Axial, RoPE-Mixed, Cayley,
@@ -282,6 +282,15 @@ def add_gate(sec: Section, where: str, name: str, runs: list[dict], *, chance: f
     return gate_name(where, name)
 
 
+def curve_table(sec: Section, where: str, runs: dict[str, list[dict]]) -> None:
+    """Table of every competitor's validation accuracy after each epoch, mean over seeds (what the gates' plateau
+    half reads, per seed)."""
+    n_ep = max(len(r["curve"]) for rs in runs.values() for r in rs)
+    rows = [[n, *(f"{np.mean([r['curve'][e] for r in rs]):.3f}" for e in range(n_ep))] for n, rs in runs.items()]
+    sec.table(f"Validation accuracy after each epoch ({where}; mean over seeds)",
+              ["model", *(str(e + 1) for e in range(n_ep))], rows)
+
+
 def _pair_note(sel: dict, a: str, b: str) -> str:
     return f"{sel[a].note()}; {sel[b].note()}"
 
@@ -375,6 +384,7 @@ def point_sets(cfg: Config, seeds: list[int], out: Path) -> Section:
         n: {key: [r[k2] for r in runs[n]] for key, k2 in (("box", "test"), ("shift", "shift"), ("random", "random"),
                                                           ("logit_diff", "logit_diff"))} for n in comp}
     gates = {n: add_gate(sec, where, n, runs[n], chance=0.25, margin=cfg.pts_gate_margin) for n in comp}
+    curve_table(sec, where, runs)
     pts = {pe: by_name[LABEL[pe]] for pe in PTS_PES}
     cols, rows = selections_table({LABEL[pe]: sel[pe] for pe in PTS_PES})
     sec.table(f"Learning rate chosen on validation: 2D point sets (mean over seeds "
@@ -485,6 +495,7 @@ def images(cfg: Config, seeds: list[int], out: Path) -> Section:
     classes = TASKS[cfg.img_task]
     chance = 1 / len(classes)
     gates = {n: add_gate(sec, where, n, runs[n], chance=chance, margin=cfg.img_gate_margin) for n in names}
+    curve_table(sec, where, runs)
     cols, rows = selections_table(sel)
     sec.table(f"Learning rate chosen on validation: generated scenes (mean over seeds {seeds[:cfg.tune_seeds]}, "
               f"{cfg.img_val} validation images each)", cols, rows)
@@ -690,10 +701,12 @@ def reproduce(*, quick: bool, smoke: bool, out: Path, seed: int) -> Report:
                              title="Learning the RoPEs: Better 2D and 3D Position Encodings with STRING")
     cfg = BUDGETS.pick(quick=quick, smoke=smoke)
     report.notes += [
-        f"Tuning: every model gets the lr grid {list(cfg.lr_grid)} (extended by up to {EXTEND} steps if the choice is at an "
-        "edge), trained on the training split with the first seed and scored on a validation split; the chosen lr "
-        "is then trained on every seed and scored on the test split. Same epochs, batch size and weight decay for "
-        "every model of a comparison.",
+        f"Tuning: every model gets the lr grid {list(cfg.lr_grid)} (point sets) / {list(cfg.img_lr_grid)} (images), "
+        f"extended by up to {EXTEND} steps if the choice is at an edge, trained on the training split of the first "
+        f"{cfg.tune_seeds} seed(s) and scored by the mean validation accuracy over them; the chosen lr is then trained "
+        "on every seed (the tuning runs reused) and scored on the test split. Same epochs "
+        f"({cfg.pts_epochs} point sets, {cfg.img_epochs} images; the warm-up + cosine schedule spans all of them), "
+        "batch size and weight decay for every model of a comparison.",
         "Verdicts: one-sided paired t-test over seeds (same data and init seed for every model), α = 0.05; "
         "'best APE' / 'best RoPE' is the stronger of the two by test mean (conservative for STRING).",
     ]
