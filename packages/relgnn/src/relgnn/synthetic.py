@@ -16,9 +16,12 @@ Generating process, per window w and user u:
   minority of bridge rows is informative; ratings of premium items follow a persistent mood ``z_u`` (AR(1)),
   ratings of other items are uniform noise. The label therefore needs the far side of the bridge
   (``items.premium``) combined with the bridge row's own column (``purchases.rating``).
-* an active user buys ``1 + Poisson(λ_u)`` items: a repeat of a well-rated past item with probability 0.3, else an
+* an active user buys ``1 + Poisson(λ_u)`` items, ``λ_u = exp(0.35 · (region − 2) + 0.8 ε_u)`` (the region part
+  is in the user's own row, the rest shows only through the user's past baskets in the bridge table): each a repeat
+  of a past item (from the purchases before the window, well-rated ones 3× as likely) with probability 0.3, else an
   item drawn ∝ Zipf popularity × 4 for the user's preferred category (prices depend on the category, so spending
-  is visible only through ``items.price``).
+  is visible only through ``items.price``). Given the state, a basket is a compound Poisson sum of i.i.d. prices,
+  so the ``user-ltv`` target has an exact law (:func:`ltv_pmf`) and an exact Bayes (conditional-median) predictor.
 * 25 % of purchases also create an ``order_line`` at the user's home store; visits ~ Poisson.
 * posts: users write posts; a reply's parent is drawn among the posts of the two previous windows
   ∝ ``exp(1.2 q_post + 1.2 q_parent(post))`` — a signal one self-FK hop away, which RelGNN and GraphSAGE reach
@@ -27,7 +30,8 @@ Generating process, per window w and user u:
 Tasks (RelBench ``EntityTask`` / ``RecommendationTask``; labels from rows in ``(t, t+Δ]`` only):
 ``user-churn`` (binary, ROC-AUC), ``user-ltv`` (regression, MAE; Σ item price bought in the window),
 ``user-item-purchase`` (recommendation, MAP@10), ``post-reply`` (binary, ROC-AUC; the self-FK control).
-``truth`` holds the generator's probabilities for the Bayes ceilings of the two binary tasks.
+``truth`` holds the generator's probabilities for the Bayes ceilings of the two binary tasks and the basket rates and
+new-item probabilities for the exact law of ``user-ltv``.
 """
 
 from __future__ import annotations
@@ -176,12 +180,21 @@ TASKS = {"user-churn": UserChurnTask, "user-ltv": UserLTVTask, "user-item-purcha
          "post-reply": PostReplyTask}
 
 
+REPEAT = 0.3
+"""Probability that a basket item (of a user with past purchases) is a repeat of a past item."""
+BASKET_REGION = 0.35
+"""Default region effect on the log basket rate (see :func:`make_database`)."""
+BASKET_SIGMA = 0.8
+"""Default user-level spread of the log basket rate (see :func:`make_database`)."""
+
+
 def _sig(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
 def make_database(*, num_users: int = 800, num_items: int = 200, num_stores: int = 10, num_windows: int = 24,
-                  gamma: float = 2.5, seed: int = 0) -> SyntheticDatabase:
+                  gamma: float = 2.5, basket_region: float = BASKET_REGION, basket_sigma: float = BASKET_SIGMA,
+                  seed: int = 0) -> SyntheticDatabase:
     """Generate the database, its dataset (val/test at windows ``num_windows − 5`` / ``− 3``, two evaluation seed
     times each) and its tasks.
 
@@ -189,6 +202,9 @@ def make_database(*, num_users: int = 800, num_items: int = 200, num_stores: int
         num_users, num_items, num_stores: table sizes (> 0).
         num_windows: number of 30-day windows (>= 9; two years = 24).
         gamma: strength of the premium-rating churn signal.
+        basket_region, basket_sigma: a user's basket rate is ``λ_u = exp(basket_region · (region − 2) +
+            basket_sigma · ε_u)``, ``ε_u ~ N(0, 1)``: the region part is in the user's own row (the no-relation floor
+            can use it), the rest shows only through the user's past baskets in the bridge table.
         seed: generator seed (numpy).
     """
     for name, v in (("num_users", num_users), ("num_items", num_items), ("num_stores", num_stores),
@@ -206,7 +222,7 @@ def make_database(*, num_users: int = 800, num_items: int = 200, num_stores: int
     pref = rng.integers(0, n_cat, U)
     home = rng.integers(0, S, U)
     alpha = 0.4 + 0.3 * (age - 44) / 15 + rng.normal(0, 0.6, U)
-    lam = rng.lognormal(0.0, 0.5, U)
+    lam = np.exp(basket_region * (region - 2) + basket_sigma * rng.standard_normal(U))
     cat = rng.integers(0, n_cat, I)
     cat_price = np.exp(rng.normal(3.0, 0.6, n_cat))
     price = np.round(cat_price[cat] * rng.lognormal(0, 0.25, I), 2)
@@ -229,10 +245,11 @@ def make_database(*, num_users: int = 800, num_items: int = 200, num_stores: int
         active = rng.random(U) < p
         for u in np.nonzero(active)[0]:
             n = 1 + rng.poisson(lam[u])
+            pool = hist[u][:]  # repeats come from the purchases before this window (so a basket is i.i.d. draws)
             for _ in range(n):
-                if hist[u] and rng.random() < 0.3:
-                    its = np.array([h[0] for h in hist[u]])
-                    wts = np.array([3.0 if h[1] >= 4 else 1.0 for h in hist[u]])
+                if pool and rng.random() < REPEAT:
+                    its = np.array([h[0] for h in pool])
+                    wts = np.array([3.0 if h[1] >= 4 else 1.0 for h in pool])
                     it = int(its[rng.choice(len(its), p=wts / wts.sum())])
                 else:
                     wts = pop * np.where(cat == pref[u], 4.0, 1.0)
@@ -303,22 +320,68 @@ def make_database(*, num_users: int = 800, num_items: int = 200, num_stores: int
     dataset = SyntheticDataset(db, val_timestamp=T0 + (W - 5) * DELTA, test_timestamp=T0 + (W - 3) * DELTA)
     tasks = {name: cls(dataset) for name, cls in TASKS.items()}
     w_new = pop[None, :] * np.where(cat[None, :] == pref[:, None], 4.0, 1.0)  # (U, I) new-item draw weights
-    exp_price = (w_new * price[None, :]).sum(1) / w_new.sum(1)  # (U,) expected price of a new-item draw
     truth = {"p_active": p_active, "reply_prob": reply_prob, "post_window": np.array(post_win),
-             "ltv_mean": p_active * ((1.0 + lam) * exp_price)[None, :]}
+             "basket_rate": lam, "new_item_prob": w_new / w_new.sum(1, keepdims=True)}
     return SyntheticDatabase(db=db, dataset=dataset, tasks=tasks, truth=truth)
 
 
+def ltv_pmf(sdb: SyntheticDatabase, user: int, window: int, *, basket_rate: float | None = None) -> np.ndarray:
+    """The generator's exact law of ``user``'s spend in ``window`` (the ``user-ltv`` target of the seed time at the
+    window's start), as a probability mass over integer cents.
+
+    Given the generator's state, the target is ``Y = A · Σ_{k=1}^{N} X_k`` with ``A ~ Bernoulli(p_active[w, u])``,
+    ``N = 1 + Poisson(λ_u)`` and ``X_k`` i.i.d. item prices (in cents) drawn from ``q = 0.3 · (the user's past
+    items, weight 3 if rated >= 4 else 1) + 0.7 · (the new-item draw)`` (``q`` = the new-item draw for a user with no
+    past purchase). A compound Poisson sum has the characteristic function ``φ_S(ω) = φ_X(ω) · exp(λ (φ_X(ω) − 1))``,
+    so its mass on the integer cents is one inverse FFT of length M, a power of 2 above ``n_max · max price`` where
+    ``P(N > n_max) < 1e-13`` (no wrap-around at that precision). ``basket_rate`` overrides ``λ_u`` (tests).
+    """
+    from scipy.stats import poisson
+
+    db = sdb.db.table_dict
+    cents = np.round(db["items"].df["price"].to_numpy() * 100).astype(np.int64)
+    pur = db["purchases"].df
+    past = pur[(pur["user_id"] == user) & (pur["time"] <= T0 + window * DELTA)]
+    q = sdb.truth["new_item_prob"][user].copy()
+    if len(past):
+        hw = np.where(past["rating"].to_numpy() >= 4, 3.0, 1.0)
+        rep = np.bincount(past["item_id"].to_numpy(), weights=hw, minlength=len(q))
+        q = REPEAT * rep / hw.sum() + (1.0 - REPEAT) * q
+    lam = float(sdb.truth["basket_rate"][user] if basket_rate is None else basket_rate)
+    n_max = 1 + int(poisson.isf(1e-13, lam))
+    m = 1 << int(np.ceil(np.log2(n_max * cents.max() + 1)))
+    fx = np.fft.rfft(np.bincount(cents, weights=q, minlength=m))
+    ps = np.clip(np.fft.irfft(fx * np.exp(lam * (fx - 1.0)), m), 0.0, None)
+    p_act = float(sdb.truth["p_active"][window, user])
+    ps *= p_act / ps.sum()
+    ps[0] += 1.0 - p_act
+    return ps
+
+
+def ltv_law(sdb: SyntheticDatabase, table: Table) -> tuple[np.ndarray, np.ndarray]:
+    """Per ``user-ltv`` row of ``table``, in cents: the conditional median of the target under the generator's exact
+    law (:func:`ltv_pmf`), which is the MAE-optimal (Bayes) prediction, and its expected absolute error
+    ``E|Y − median|`` (the row's Bayes MAE)."""
+    df = table.df
+    w = ((df["timestamp"] - T0) / DELTA).round().astype(int).to_numpy()
+    med, dev = np.zeros(len(df)), np.zeros(len(df))
+    for i, (u, wi) in enumerate(zip(df["user_id"].to_numpy(), w)):
+        ps = ltv_pmf(sdb, int(u), int(wi))
+        k = int(np.searchsorted(np.cumsum(ps), 0.5))
+        med[i], dev[i] = k, float(np.sum(ps * np.abs(np.arange(len(ps)) - k)))
+    return med, dev
+
+
 def bayes_scores(sdb: SyntheticDatabase, task_name: str, table: Table) -> np.ndarray | None:
-    """The generator's probability of a positive label for each row of ``table`` (binary tasks), the oracle's
-    expected spend for ``user-ltv`` (activity probability × expected basket size × expected price of a new-item
-    draw: repeats are priced like new draws, and it is the conditional mean, not the MAE-optimal median), else None."""
+    """The generator's Bayes-optimal prediction for each row of ``table``: the probability of a positive label
+    (binary tasks), the conditional median of the spend for ``user-ltv`` (the MAE-optimal prediction, from its exact
+    law, :func:`ltv_law`), else None."""
     df = table.df
     w = ((df["timestamp"] - T0) / DELTA).round().astype(int).to_numpy()
     if task_name == "user-churn":
         return 1.0 - sdb.truth["p_active"][w, df["user_id"].to_numpy()]
     if task_name == "user-ltv":
-        return sdb.truth["ltv_mean"][w, df["user_id"].to_numpy()]
+        return ltv_law(sdb, table)[0] / 100.0
     if task_name == "post-reply":
         rp = sdb.truth["reply_prob"]
         return np.array([rp.get((int(p), int(k)), 0.0) for p, k in zip(df["post_id"], w)])

@@ -110,8 +110,8 @@ def _tables(cfg: Config, info: dict, s: Section) -> None:
                      ", ".join(f"{k}={v:g}" for k, v in fp.items()), _fmt(info["floors"][task])])
         rows.append([task, t["metric"], f"trivial control: {t['control_name']}", "—", f"{t['control']:.3f}"])
         if t["ceiling"] is not None:
-            what = "oracle expected spend (not MAE-optimal)" if t["kind"] == "regression" else \
-                "Bayes ceiling (generator's probabilities)"
+            what = "Bayes ceiling (conditional median of the generator's exact law)" if t["kind"] == "regression" \
+                else "Bayes ceiling (generator's probabilities)"
             rows.append([task, t["metric"], what, "—", f"{t['ceiling']:.3f}"])
     s.table("test metric (mean ± sd over seeds)", ["task", "metric", "model", "chosen", "test"], rows)
     s.table("data (every model and the floor train on the same rows: all training rows)",
