@@ -1,8 +1,9 @@
 """Side-by-side reproduction of LIFT's claims on the offline tiny LM (CPU scale), as a list of experiments.
 
 Source ("pre-training") task: 2-digit addition; the tiny Llama of ``icml25.testbeds.lm`` is trained on it once and
-cached. Target task (small-data reasoning SFT): 2-digit x 1-digit multiplication (``lift reproduce``) or 2-digit
-subtraction (``lift reproduce --task sub``), held-out operands for testing.
+cached. Target task (small-data reasoning SFT): 2-digit subtraction (the full ``lift reproduce``) or 2-digit x
+1-digit multiplication (``--quick``, ``--smoke`` and the ``lift reproduce --task mul`` sub-run), held-out operands for
+testing.
 
 Experiments (:data:`EXPERIMENTS`, run by :func:`icml25.experiment.run_experiments` on
 :data:`lift.config.TASK_BUDGETS`; ``cfg.experiments`` names the ones a task runs):
@@ -34,10 +35,13 @@ from lift.config import SOURCE_TASK, TARGET_TASK, TIE_BREAK, Config
 
 PAPER = "Liu et al., LIFT, ICML 2025 (arXiv 2506.00772)"
 
-LR_CENTRES = {"full_ft": 1e-3, "lora": 9e-3, "lift": 2.7e-2, "lift_static": 9e-3, "lift_smallest": 9e-3,
-              "magnitude": 9e-3, "random": 9e-3, "gradient": 9e-3, "momentum": 9e-3, "movement": 9e-3}
-"""Centre of each method's lr grid (``cfg.lr_grid`` multiplies it): the optimum of the previous full run
-(150 steps, batch 64), so that the grids are likely to bracket the optimum; ``extend`` handles the rest."""
+LR_CENTRES = {"full_ft": 1e-3, "lora": 3e-3, "lift": 9e-3, "lift_static": 9e-3, "lift_smallest": 2.7e-2,
+              "magnitude": 9e-3, "random": 2.7e-2, "gradient": 9e-3, "momentum": 9e-3, "movement": 9e-3}
+"""Centre of each method's lr grid (``cfg.lr_grid`` / ``cfg.lr_grid_wide`` multiply it), on the 3^k lattice near
+the optimum of the previous full run (200 steps, batch 32: Full FT 1.7e-3, LoRA 3e-3, LIFT 9e-3, LIFT-smallest
+8.1e-2, LIFT-static 1.6e-2, magnitude 9e-3, random 4.7e-2; LoRA, LIFT, LIFT-smallest and random had chosen an edge
+of their grid then), so that the grids are likely to bracket the optimum; ``extend`` handles the rest. The grids
+keep the same multipliers and number of points for every method."""
 
 _CACHE: dict[str, Any] = {}
 
