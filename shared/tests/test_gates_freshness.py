@@ -51,6 +51,30 @@ def test_budget_stop_on_a_flat_tail_counts_as_plateaued():
     assert not plateau_check(flat, noise=0.0).plateaued  # without the noise allowance the tail gain counts
 
 
+def test_a_curve_that_reaches_its_ceiling_inside_the_window_has_plateaued():
+    """An accuracy that reaches 1.0 in the last window cannot improve further: with ``ceiling=1`` it counts as
+    plateaued (at the ceiling). Negative controls: the same curve without a ceiling, and a curve that stops short of
+    the ceiling by more than the threshold, are still improving."""
+    late = [0.2, 0.4, 0.6, 0.7, 0.98, 1.0]
+    steps = [10, 20, 30, 40, 50, 60]
+    at = [Curve(steps=steps, values=late, min_delta=0.02, ceiling=1.0) for _ in range(3)]
+    pc = plateau_check(at)
+    assert pc.plateaued and pc.at_ceiling == [0, 1, 2] and pc.improving == []
+    assert "ceiling" in pc.describe() and pc.to_dict()["at_ceiling"] == [0, 1, 2]
+    assert not plateau_check([Curve(steps=steps, values=late, min_delta=0.02) for _ in range(3)]).plateaued
+    short = [Curve(steps=steps, values=[0.2, 0.4, 0.6, 0.7, 0.85, 0.9], min_delta=0.02, ceiling=1.0)
+             for _ in range(3)]
+    pc = plateau_check(short)
+    assert not pc.plateaued and pc.improving == [0, 1, 2] and pc.at_ceiling == []
+    # lower is better: a loss that reaches its floor 0 late is at its ceiling too
+    loss = [Curve(steps=steps, values=[1.0, 0.8, 0.5, 0.3, 0.05, 0.0], higher_is_better=False, min_delta=0.02,
+                  ceiling=0.0) for _ in range(2)]
+    assert plateau_check(loss).plateaued
+    assert Curve.from_dict(at[0].to_dict()).ceiling == 1.0
+    with pytest.raises(ValueError, match="ceiling"):
+        Curve(steps=[1], values=[0.5], ceiling=float("nan"))
+
+
 def test_lower_is_better_curve_and_best_value():
     c = _train(lambda t: 1.0 / (1 + t), max_steps=50, higher_is_better=False)
     assert c.stopped_by == "budget" and c.best == min(c.values) and c.best_step == c.steps[-1]

@@ -110,6 +110,10 @@ class Curve:
     patience: int = 3
     min_delta: float = 0.0
     stopped_by: str = "budget"
+    ceiling: float | None = None
+    """The best value the metric can take (1.0 for an accuracy, 0.0 for a non-negative loss), or None. A curve whose
+    best is within the plateau threshold of its ceiling has no room left to improve, so :func:`plateau_check`
+    counts it as plateaued even when it reached the ceiling inside the last window."""
 
     def __post_init__(self) -> None:
         if self.stopped_by not in STOPPED:
@@ -120,6 +124,8 @@ class Curve:
             raise ValueError(f"patience must be >= 1, got {self.patience}")
         if not (math.isfinite(self.min_delta) and self.min_delta >= 0):
             raise ValueError(f"min_delta must be finite and >= 0, got {self.min_delta}")
+        if self.ceiling is not None and not math.isfinite(self.ceiling):
+            raise ValueError(f"ceiling must be finite or None, got {self.ceiling}")
 
     def _signed(self, v: float) -> float:
         return v if self.higher_is_better else -v
@@ -134,6 +140,12 @@ class Curve:
     def best_step(self) -> int:
         return self.steps[self.values.index(self.best)]
 
+    def headroom(self) -> float | None:
+        """How far the best value is from ``ceiling`` (signed so that positive means room left); None without one."""
+        if self.ceiling is None:
+            return None
+        return self._signed(self.ceiling) - self._signed(self.best)
+
     def tail_gain(self, window: int | None = None) -> float:
         """How much the best value improved over the last ``window`` evaluations (default ``patience``), signed
         so that positive is better: ``best(all) - best(all but the window)``; 0 for a curve no longer than it."""
@@ -147,7 +159,8 @@ class Curve:
 
     def to_dict(self) -> dict[str, Any]:
         return {"steps": list(self.steps), "values": list(self.values), "higher_is_better": self.higher_is_better,
-                "patience": self.patience, "min_delta": self.min_delta, "stopped_by": self.stopped_by}
+                "patience": self.patience, "min_delta": self.min_delta, "stopped_by": self.stopped_by,
+                **({"ceiling": self.ceiling} if self.ceiling is not None else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Curve:
@@ -220,17 +233,23 @@ class PlateauCheck:
     threshold: float
     improving: list[int]
     """Indices of the curves still improving when the budget stopped them."""
+    at_ceiling: list[int] = field(default_factory=list)
+    """Indices of budget-stopped curves whose last-window gain exceeded the threshold but whose best is within the
+    threshold of their ``ceiling``: no room left to improve, so they count as plateaued."""
 
     def describe(self) -> str:
         n = len(self.gains)
+        ceil = f"; {len(self.at_ceiling)} reached the metric's ceiling in the window" if self.at_ceiling else ""
         if self.plateaued:
-            return f"plateaued on {n}/{n} seeds (last-window gain ≤ {self.threshold:.3g} or stopped by patience)"
+            return (f"plateaued on {n}/{n} seeds (last-window gain ≤ {self.threshold:.3g}, stopped by patience, or at "
+                    f"the ceiling{ceil})")
         return (f"still improving on {len(self.improving)}/{n} seeds when the budget stopped them "
-                f"(last-window gains {[round(self.gains[i], 4) for i in self.improving]} > {self.threshold:.3g})")
+                f"(last-window gains {[round(self.gains[i], 4) for i in self.improving]} > {self.threshold:.3g}{ceil})")
 
     def to_dict(self) -> dict[str, Any]:
         return {"plateaued": self.plateaued, "gains": list(self.gains), "stopped_by": list(self.stopped_by),
-                "threshold": self.threshold, "improving": list(self.improving)}
+                "threshold": self.threshold, "improving": list(self.improving),
+                **({"at_ceiling": list(self.at_ceiling)} if self.at_ceiling else {})}
 
 
 def plateau_check(curves: Sequence[Curve], *, noise: float | None = None, window: int | None = None) -> PlateauCheck:
@@ -239,7 +258,9 @@ def plateau_check(curves: Sequence[Curve], *, noise: float | None = None, window
     A curve stopped by patience has plateaued. A curve stopped by the budget has plateaued when the best value moved
     by at most ``threshold`` over its last ``window`` evaluations (default: its patience), with ``threshold`` the
     larger of its ``min_delta`` and the seed noise (``noise``, or the sample sd of the curves' best values across
-    seeds when there are at least two). Otherwise the budget cut it while still learning: the gate fails.
+    seeds when there are at least two), or when its best is within ``threshold`` of the curve's ``ceiling`` (the
+    metric's best possible value: a curve at the ceiling cannot improve, however late it got there). Otherwise the
+    budget cut it while still learning: the gate fails.
     """
     if not curves:
         raise ValueError("plateau_check needs at least one curve")
@@ -249,12 +270,13 @@ def plateau_check(curves: Sequence[Curve], *, noise: float | None = None, window
         noise = math.sqrt(sum((b - m) ** 2 for b in bests) / (len(bests) - 1)) if len(bests) > 1 else 0.0
     if not (math.isfinite(noise) and noise >= 0):
         raise ValueError(f"noise must be finite and >= 0, got {noise}")
-    gains, improving = [], []
+    gains, improving, at_ceiling = [], [], []
     threshold = max([float(noise)] + [c.min_delta for c in curves])
     for i, c in enumerate(curves):
         g = c.tail_gain(window)
         gains.append(g)
         if c.stopped_by == "budget" and g > threshold:
-            improving.append(i)
+            room = c.headroom()
+            (at_ceiling if room is not None and room <= threshold else improving).append(i)
     return PlateauCheck(plateaued=not improving, gains=gains, stopped_by=[c.stopped_by for c in curves],
-                        threshold=threshold, improving=improving)
+                        threshold=threshold, improving=improving, at_ceiling=at_ceiling)

@@ -420,10 +420,13 @@ _PAPERS = {
 
 
 def val_curves(runs: list[dict[str, Any]], cfg: Config) -> list[Any]:
-    """The validation curves (:class:`icml25.train.Curve`, one per seed) of ``runs``; ``[]`` without curves."""
+    """The validation curves (:class:`icml25.train.Curve`, one per seed) of ``runs``; ``[]`` without curves. The
+    metric is an exact-match rate, so its ceiling is 1: a curve that reaches it (within the plateau threshold) has
+    no room left to improve and counts as plateaued even when it got there inside the last window."""
     from icml25.train import Curve
 
-    return [Curve(steps=list(r["curve"]["steps"]), values=list(r["curve"]["values"]), min_delta=cfg.plateau_delta)
+    return [Curve(steps=list(r["curve"]["steps"]), values=list(r["curve"]["values"]), min_delta=cfg.plateau_delta,
+                  ceiling=1.0)
             for r in runs if r.get("curve") and r["curve"]["steps"]]
 
 
