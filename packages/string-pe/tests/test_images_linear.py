@@ -168,17 +168,17 @@ def test_linear_attention_layer_and_point_set_model(f64):
     torch.testing.assert_close(layer(x, pos + torch.tensor([30.0, -9.0])), layer(x, pos), atol=1e-10, rtol=1e-10)
     soft = Attention(dim=16, num_heads=2, encoding="cayley", coord_dim=2)
     soft.load_state_dict({k: v for k, v in layer.state_dict().items() if k != "features_W"})
-    assert float((soft(x, pos) - layer(x, pos)).abs().max()) > 1e-3  # it is not softmax attention
+    assert float((soft(x, pos) - layer(x, pos)).abs().max().detach()) > 1e-3  # it is not softmax attention
     for pe in ("rope-mixed", "circulant"):
         m = PointSetClassifier(feature_dim=3, coord_dim=2, num_classes=4, dim=16, depth=2, num_heads=2, pe=pe,
                                attn="linear")
         f = torch.randn(3, 9, 3)
         p = torch.rand(3, 9, 2) * 8
         torch.testing.assert_close(m(f, p + torch.tensor([40.0, -80.0])), m(f, p), atol=1e-10, rtol=1e-9)
-        assert float((m(f, 2 * p) - m(f, p)).abs().max()) > 1e-6  # positions do matter
+        assert float((m(f, 2 * p) - m(f, p)).abs().max().detach()) > 1e-6  # positions do matter
     ape = PointSetClassifier(feature_dim=3, coord_dim=2, num_classes=4, dim=16, depth=1, num_heads=2,
                              pe="ape-fourier", attn="linear")
-    assert float((ape(f, p + 5.0) - ape(f, p)).abs().max()) > 1e-6  # absolute PE: not invariant
+    assert float((ape(f, p + 5.0) - ape(f, p)).abs().max().detach()) > 1e-6  # absolute PE: not invariant
     with pytest.raises(PositionEncodingError, match="attn must be one of"):
         Attention(dim=16, num_heads=2, attn="flash")
     with pytest.raises(PositionEncodingError, match="fold_ needs softmax"):
