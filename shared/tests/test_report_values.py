@@ -9,7 +9,15 @@ import sys
 
 import pytest
 from icml25.claims import Claim, Report
-from icml25.report import ReportError, load_package, package_block, render_values, replace_block, stale_values, value_of
+from icml25.report import (
+    ReportError,
+    load_package,
+    package_block,
+    render_values,
+    replace_block,
+    stale_values,
+    value_of,
+)
 
 
 def _pkg(tmp_path, ours=(0.91, 0.9, 0.92)):
