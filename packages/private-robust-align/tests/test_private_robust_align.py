@@ -317,6 +317,10 @@ def test_trimming_removes_the_adversarys_flips():
     y[bad] = (d.x[bad] @ d.theta_star < 0).astype(y.dtype)
     m = TrimmedDebiasedLogistic(epsilon=math.inf, trim=0.02).fit(d.x, y)
     assert np.isin(bad, np.flatnonzero(~m.kept_)).mean() > 0.9
+    # kept_ is the mask the final fit used: refitting on it reproduces theta_ (iterations = 1 keeps every pair)
+    refit = DebiasedLogistic(epsilon=math.inf).fit(d.x[m.kept_], y[m.kept_]).theta_
+    np.testing.assert_allclose(m.theta_, refit, atol=1e-10)
+    assert TrimmedDebiasedLogistic(epsilon=math.inf, trim=0.02, iterations=1).fit(d.x, y).kept_.all()
     plain = DebiasedLogistic(epsilon=math.inf).fit(d.x, y).theta_
     # negative control: the untrimmed fit is pulled further from θ*
     assert np.linalg.norm(m.theta_ - d.theta_star) < np.linalg.norm(plain - d.theta_star)

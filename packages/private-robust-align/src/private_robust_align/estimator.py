@@ -275,15 +275,16 @@ class TrimmedDebiasedLogistic:
         yhat = self.base.labels(z)
         keep = np.ones(x.shape[0], dtype=bool)
         k = int(math.ceil(self.trim * x.shape[0]))
-        for _ in range(self.iterations):
+        for it in range(self.iterations):
+            if it > 0:  # drop the k pairs the previous fit explains worst (their debiased residual)
+                resid = np.abs(yhat - expit(x @ self.base.theta_))  # [n]
+                keep = np.ones(x.shape[0], dtype=bool)
+                keep[np.argsort(resid)[-k:]] = False
             self.base.fit(x[keep], z[keep])
             if k == 0:
                 break
-            resid = np.abs(yhat - expit(x @ self.base.theta_))  # [n]
-            keep = np.ones(x.shape[0], dtype=bool)
-            keep[np.argsort(resid)[-k:]] = False
         self.theta_ = self.base.theta_
-        self.kept_ = keep
+        self.kept_ = keep  # the pairs the final fit used
         return self
 
 
