@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from icml25.errors import check_positive
+from icml25.errors import check_non_negative, check_positive
 from icml25.experiment import Budgets
 
 from private_robust_align.errors import (
@@ -122,6 +122,8 @@ class Config:
     """Repeats of the fit-time measurement."""
     dpo_lr_grid: tuple[float, ...] = (1e-3, 2e-3, 4e-3)
     """Learning rates tried for every trl DPO loss (chosen alike on RR-swapped validation pairs)."""
+    dpo_lr_extend: int = 3
+    """Times the lr grid may grow past an edge the validation loss picked (×2 steps; same rule for every loss)."""
     dpo_seeds: int = 5
     """Seeds of the tiny-LM DPO demo (0 skips it)."""
     dpo_steps: int = 60
@@ -135,8 +137,7 @@ class Config:
         check_positive(self, "seeds", "dim", "n_sep", "n_eps", "n_val", "time_repeats", "dpo_steps")
         if self.eps_robust not in self.eps_sep:
             raise PrivateRobustAlignError(f"eps_robust must be one of eps_sep {self.eps_sep}, got {self.eps_robust}")
-        if self.dpo_seeds < 0:
-            raise PrivateRobustAlignError(f"dpo_seeds must be >= 0, got {self.dpo_seeds}")
+        check_non_negative(self, "dpo_seeds", "dpo_lr_extend")
         if self.dim < 2:
             raise PrivateRobustAlignError(f"dim must be >= 2 (the directional adversary needs u ⊥ θ*), got {self.dim}")
 

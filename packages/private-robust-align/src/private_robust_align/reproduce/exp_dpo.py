@@ -36,7 +36,7 @@ def dpo(cfg: Config, seeds: list[int], out: Path) -> Section:
         return lambda p: run_dpo(loss, epsilon=cfg.dpo_epsilon, steps=cfg.dpo_steps, seed=vs, lr=p["lr"],
                                  validation=True).val_loss
     sel = tune_alike({lab[k]: (ev(k), {"lr": list(cfg.dpo_lr_grid)}) for k in ("sigmoid", "robust", "conservative")},
-                     higher_is_better=False, extend=0)
+                     higher_is_better=False, extend=cfg.dpo_lr_extend)
     lr = {k: sel[lab[k]].params["lr"] for k in ("sigmoid", "robust", "conservative")}
     lr["clean"] = lr["sigmoid"]
     runs = {k: [] for k in ("sigmoid", "robust", "conservative", "clean")}
