@@ -213,8 +213,9 @@ LARGER_BUDGETS = Budgets(
                   joint=False),
     # hidden 192 (LoRA A/B of 1,536 and 6,144 elements against 768 and 3,072 in the main run), 2 layers; the
     # stream reverse -> repeat -> flip, 3 seeds, not tuned (lr 4e-3, the upper point of the main grid; the fixed
-    # EMA at the paper's alpha 0.01), 100 steps per task (the previous scale: at 200 it would not fit beside the
-    # main run), no joint reference: what fits in about 6 minutes on 2 cores
+    # EMA at the paper's alpha 0.01), 200 steps per task and a 300-step long gate run as in the main run (at 100
+    # steps 'reverse' and 'flip' were still being learned: their gates failed), no joint reference: about 8 minutes
+    # on 2 cores
     full=replace(cpu(), hidden_size=192, num_layers=2, pretrain_steps=500, tasks=("reverse", "repeat", "flip"),
-                 steps=100, seeds=3, joint=False, gate_seeds=1, gate_steps=200),
+                 steps=200, seeds=3, joint=False, gate_seeds=1, gate_steps=300),
 )
