@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from private_robust_align.adversary import budget, corrupt
 from private_robust_align.data import make_preferences
+from private_robust_align.errors import PrivateRobustAlignError
 from private_robust_align.estimator import (
     DebiasedLogistic,
     gradient,
@@ -347,3 +348,39 @@ def test_trl_conservative_loss_is_label_smoothed_sigmoid():
     # and the robust loss is the debiased logistic loss at the same margins (both read off one trainer state)
     yhat = (1 - rho) / (1 - 2 * rho)
     np.testing.assert_allclose(robust, np.logaddexp(0, m) - yhat * m, rtol=1e-5, atol=1e-6)
+
+
+def test_channel_nll_is_proper_bounded_and_reduces_to_the_log_loss():
+    from private_robust_align.dpo import channel_nll
+
+    rng = np.random.default_rng(0)
+    m = rng.normal(size=200)
+    # rho = 0: the plain DPO log-loss mean(log(1 + e^-m))
+    assert channel_nll(m, 0.0) == pytest.approx(float(np.mean(np.logaddexp(0.0, -m))), rel=1e-12)
+    # the closed form at rho > 0, computed naively
+    rho = 0.27
+    s = 1.0 / (1.0 + np.exp(-m))
+    assert channel_nll(m, rho) == pytest.approx(float(-np.mean(np.log((1 - rho) * s + rho * (1 - s)))), rel=1e-12)
+    # bounded below by -log(1 - rho) however large the margins (the debiased loss is not: negative control)
+    big = np.full(50, 1e4)
+    assert channel_nll(big, rho) == pytest.approx(-np.log1p(-rho), rel=1e-9)
+    yhat = (1 - rho) / (1 - 2 * rho)
+    assert float(np.mean(np.logaddexp(0.0, big) - yhat * big)) < -1e3
+    # proper: for released labels drawn at P(released = chosen) = q, the expected score is minimised where the
+    # channel's probability (1 - rho) s + rho (1 - s) equals q
+    q = 0.6
+    grid = np.linspace(-3, 3, 601)
+    exp_score = [q * channel_nll(np.array([g]), rho) + (1 - q) * channel_nll(np.array([-g]), rho) for g in grid]
+    g_best = grid[int(np.argmin(exp_score))]
+    s_best = 1.0 / (1.0 + np.exp(-g_best))
+    assert (1 - rho) * s_best + rho * (1 - s_best) == pytest.approx(q, abs=0.01)
+    with pytest.raises(PrivateRobustAlignError, match="rho"):
+        channel_nll(m, 0.5)
+
+
+def test_dpo_validation_criterion_is_checked():
+    from private_robust_align.config import Config
+
+    assert Config().dpo_val_criterion == "channel"
+    with pytest.raises(PrivateRobustAlignError, match="dpo_val_criterion"):
+        Config(dpo_val_criterion="accuracy")

@@ -123,7 +123,11 @@ class Config:
     dpo_lr_grid: tuple[float, ...] = (1e-3, 2e-3, 4e-3)
     """Learning rates tried for every trl DPO loss (chosen alike on RR-swapped validation pairs)."""
     dpo_lr_extend: int = 3
-    """Times the lr grid may grow past an edge the validation loss picked (×2 steps; same rule for every loss)."""
+    """Times the lr grid may grow past an edge the validation criterion picked (×2 steps; same rule for every loss)."""
+    dpo_val_criterion: str = "channel"
+    """What the lr is chosen on, for every loss alike, on RR-swapped validation pairs: ``channel`` (the negative
+    log-likelihood of the released labels under the model composed with the RR channel: proper and bounded) or
+    ``debiased`` (the rDPO loss: an unbiased estimate of the clean loss, but unbounded below in the margin)."""
     dpo_seeds: int = 5
     """Seeds of the tiny-LM DPO demo (0 skips it)."""
     dpo_steps: int = 60
@@ -138,6 +142,9 @@ class Config:
         if self.eps_robust not in self.eps_sep:
             raise PrivateRobustAlignError(f"eps_robust must be one of eps_sep {self.eps_sep}, got {self.eps_robust}")
         check_non_negative(self, "dpo_seeds", "dpo_lr_extend")
+        if self.dpo_val_criterion not in ("channel", "debiased"):
+            raise PrivateRobustAlignError(
+                f"dpo_val_criterion must be 'channel' or 'debiased', got {self.dpo_val_criterion!r}")
         if self.dim < 2:
             raise PrivateRobustAlignError(f"dim must be >= 2 (the directional adversary needs u ⊥ θ*), got {self.dim}")
 
