@@ -19,16 +19,18 @@ from safediffcon.metrics import control_objective, safety_score
 
 def adjoint_control(u0: torch.Tensor, u_target: torch.Tensor, *, mus: Sequence[float], nu: float, dt: float,
                     u_bound: float, iters: int = 40, lr: float = 0.5) -> dict[float, torch.Tensor]:
-    """Controls ``{mu: f [N, 10, nx]}`` from Adam on ``J + mu max(s - s0, 0)^2`` (``f`` starts at 0)."""
+    """Controls ``{mu: f [N, 10, nx]}`` from Adam on ``J + mu max(s - s0, 0)^2`` (``f`` starts at 0), computed on
+    ``u0``'s device (and returned there)."""
     if iters < 1:
         raise SafediffconError(f"iters must be >= 1, got {iters}")
     if any(m < 0 for m in mus):
         raise SafediffconError(f"every mu must be >= 0, got {list(mus)}")
     n, nx = u0.shape
     k = len(mus)
-    mu = torch.tensor([float(m) for m in mus]).repeat_interleave(n)  # [k N]
-    u0k, utk = u0.repeat(k, 1), u_target.repeat(k, 1)  # [k N, nx]
-    f = torch.zeros(k * n, 10, nx, requires_grad=True)
+    dev = u0.device  # the solver, the controls and their gradients live on u0's device
+    mu = torch.tensor([float(m) for m in mus], device=dev).repeat_interleave(n)  # [k N]
+    u0k, utk = u0.repeat(k, 1), u_target.to(dev).repeat(k, 1)  # [k N, nx]
+    f = torch.zeros(k * n, 10, nx, device=dev, requires_grad=True)
     opt = torch.optim.Adam([f], lr=lr)
     s0 = u_bound**2
     for _ in range(iters):

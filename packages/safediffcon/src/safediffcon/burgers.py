@@ -60,11 +60,11 @@ def simulate(u0: torch.Tensor, f: torch.Tensor, *, nu: float = 0.01, dt: float =
              substep_max: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Integrate Burgers from ``u0 [N, nx]`` under the control ``f [N, 10, nx]``; returns ``u [N, 11, nx]``.
 
-    Differentiable in ``u0`` and ``f`` (plain torch ops). With ``substep_max=True`` also returns ``max u^2`` over
+    Differentiable in ``u0`` and ``f`` (plain torch ops); runs on ``u0``'s device (``f`` is moved there). With ``substep_max=True`` also returns ``max u^2`` over
     every Euler sub-step and point (``[N]``): the official safety check sees only the 11 recorded frames.
     """
     u0 = torch.as_tensor(u0)
-    f = torch.as_tensor(f, dtype=u0.dtype)
+    f = torch.as_tensor(f, dtype=u0.dtype, device=u0.device)  # the solver runs on u0's device
     if u0.ndim == 1:
         u0 = u0[None]
     if f.ndim == 2:

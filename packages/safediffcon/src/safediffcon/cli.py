@@ -1,5 +1,11 @@
 """Command line of safediffcon: ``make-data``, ``pretrain``, ``post-train``, ``control``, ``evaluate``,
-``reproduce [--quick|--smoke]``."""
+``reproduce [--quick|--smoke]``.
+
+Every command that runs torch (the solver, the diffusion model, its sampler) takes ``--device auto|cpu|cuda|mps``
+(``icml25.device.resolve_device``; ``auto``: cuda, then mps, then cpu) and records the device it ran on in
+``env.json``; the random streams stay on the CPU, so a seed draws the same data, batches and noise on every device.
+``reproduce`` is the fixed CPU-scale protocol and has no ``--device``. ``pretrain``, ``post-train`` and ``control``
+take ``--preset cpu|paper`` (:func:`safediffcon.config.cpu`, :func:`safediffcon.config.paper`)."""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from safediffcon.config import Config, cpu, paper
 from safediffcon.registry import METHOD
@@ -36,7 +42,7 @@ def checked(cfg: Config) -> Config:
 
 
 @dataclass(frozen=True)
-class MakeDataOptions(BaseOptions):
+class MakeDataOptions(CommonOptions):
     """Generate the Burgers splits (train, cal, holdout, val, test) as burgers_{split}.h5 in the official layout."""
 
     config: ConfigArgs = ConfigArgs()
@@ -44,7 +50,7 @@ class MakeDataOptions(BaseOptions):
 
 
 @dataclass(frozen=True)
-class PretrainOptions(BaseOptions):
+class PretrainOptions(CommonOptions):
     """Pretrain the joint [u, f, s] diffusion model and save it under <out>/model."""
 
     PRESETS = {"cpu": cpu, "paper": paper}
@@ -57,8 +63,11 @@ class PretrainOptions(BaseOptions):
 
 
 @dataclass(frozen=True)
-class PostTrainOptions(BaseOptions):
+class PostTrainOptions(CommonOptions):
     """Reweighted post-training with per-epoch conformal re-calibration; saves <out>/model (with its Q)."""
+
+    PRESETS = {"cpu": cpu, "paper": paper}
+    PRESET_FIELD = "config"
 
     model: Path = Path("runs/safediffcon/pretrain")
     """Run folder of `safediffcon pretrain` (holds model/)."""
@@ -69,8 +78,11 @@ class PostTrainOptions(BaseOptions):
 
 
 @dataclass(frozen=True)
-class ControlOptions(BaseOptions):
+class ControlOptions(CommonOptions):
     """Generate safe controls for the test split (guidance + InfFT) and write controls.npz and metrics.json."""
+
+    PRESETS = {"cpu": cpu, "paper": paper}
+    PRESET_FIELD = "config"
 
     model: Path = Path("runs/safediffcon/post-train")
     """Run folder of `safediffcon post-train` or `pretrain` (holds model/)."""
@@ -83,7 +95,7 @@ class ControlOptions(BaseOptions):
 
 
 @dataclass(frozen=True)
-class EvaluateOptions(BaseOptions):
+class EvaluateOptions(CommonOptions):
     """Re-simulate controls (a controls.npz written by `control`) with the true solver: J, R_p, R_t, R_s (written to
     evaluation.json in --out)."""
 
@@ -93,52 +105,67 @@ class EvaluateOptions(BaseOptions):
     """Solver fields (nu, dt, u_bound)."""
 
 
-def _split(cfg: Config, split: str, seed: int):
+def _device(opts):
+    """The ``torch.device`` of ``--device``; an unknown or unavailable one is one error naming the flag."""
+    from icml25.device import resolve_device
+
+    from safediffcon.errors import SafediffconError
+
+    try:
+        return resolve_device(opts.device)
+    except ValueError as exc:
+        raise SafediffconError(f"--device: {exc}") from exc
+
+
+def _split(cfg: Config, split: str, seed: int, device="cpu"):
     cfg = checked(cfg)
     from safediffcon.data import make_split
 
     k = SPLITS.index(split)
     if split == "train":
-        return make_split(cfg.n_train, cfg.nx, nu=cfg.nu, dt=cfg.dt, amp=cfg.train_amp, seed=1000 * seed)
+        return make_split(cfg.n_train, cfg.nx, nu=cfg.nu, dt=cfg.dt, amp=cfg.train_amp, seed=1000 * seed,
+                          device=device)
     n = {"cal": cfg.n_cal, "holdout": cfg.n_holdout, "val": cfg.n_val, "test": cfg.n_test}[split]
     return make_split(n, cfg.nx, nu=cfg.nu, dt=cfg.dt, amp=cfg.eval_amp, safe_only=True, u_bound=cfg.u_bound,
-                      seed=1000 * seed + k)
+                      seed=1000 * seed + k, device=device)
 
 
-def _data(opts, split: str):
+def _data(opts, split: str, device="cpu"):
     from safediffcon.data import load_h5
     from safediffcon.errors import SafediffconError
 
     if opts.data is None:
-        return _split(opts.config, split, opts.seed)
+        return _split(opts.config, split, opts.seed, device)
     d = load_h5(Path(opts.data) / f"burgers_{split}.h5", split)
     if d.nx != opts.config.nx:
         raise SafediffconError(f"--data has nx={d.nx} but --config.nx is {opts.config.nx}")
     return d
 
 
-def _model(run: Path):
+def _model(run: Path, device="cpu"):
     from safediffcon.errors import SafediffconError
     from safediffcon.method import SafeDiffCon
 
     folder = Path(run) / "model"
     if not (folder / "model_config.json").exists():
         raise SafediffconError(f"{str(folder)!r} has no model_config.json; pass --model DIR of a pretrain/post-train run")
-    return SafeDiffCon.load(folder)
+    return SafeDiffCon.load(folder, device=device)
 
 
 def make_data(opts: MakeDataOptions) -> int:
     checked(opts.config)
+    device = _device(opts)
     from safediffcon.data import save_h5
 
     rd = open_run_dir("safediffcon", opts)
     rd.write_config(asdict(opts))
     sizes = {}
     for split in SPLITS:
-        d = _split(opts.config, split, opts.seed)
+        d = _split(opts.config, split, opts.seed, device)
         save_h5(rd.path / f"burgers_{split}.h5", split, d, dt=opts.config.dt)
         sizes[split] = {"n": len(d), "unsafe": float((d.s > opts.config.u_bound**2).float().mean())}
     rd.write_json("summary.json", sizes)
+    rd.write_env(device=str(device))
     if not opts.quiet:
         print(json.dumps(sizes), f"\nwritten to {rd.target}")
     return 0
@@ -146,20 +173,21 @@ def make_data(opts: MakeDataOptions) -> int:
 
 def pretrain(opts: PretrainOptions) -> int:
     cfg = checked(opts.config)  # before any heavy import
+    device = _device(opts)
     from icml25.seeding import seed_everything
 
     from safediffcon.method import SafeDiffCon
 
-    train = _data(opts, "train")
+    train = _data(opts, "train", device)
     seed_everything(opts.seed)
     rd = open_run_dir("safediffcon", opts)
     rd.write_config(asdict(opts))
-    model = SafeDiffCon(**cfg.model_kwargs(opts.seed))
+    model = SafeDiffCon(**cfg.model_kwargs(opts.seed), device=device)
     losses = model.pretrain(train, steps=cfg.pretrain_steps, batch_size=cfg.batch_size, lr=cfg.pretrain_lr)
     for i in range(0, len(losses), max(1, len(losses) // 100)):
         rd.log(i, loss=losses[i])
     model.save(rd.path / "model")
-    rd.write_env(device="cpu")
+    rd.write_env(device=str(device))
     if not opts.quiet:
         print(f"pretrained {cfg.pretrain_steps} steps, final loss {losses[-1]:.4f}; saved to {rd.target / 'model'}")
     return 0
@@ -167,15 +195,16 @@ def pretrain(opts: PretrainOptions) -> int:
 
 def post_train(opts: PostTrainOptions) -> int:
     cfg = checked(opts.config)  # before any heavy import
-    model = _model(opts.model)
-    train, cal = _data(opts, "train"), _data(opts, "cal")
+    device = _device(opts)
+    model = _model(opts.model, device)
+    train, cal = _data(opts, "train", device), _data(opts, "cal", device)
     rd = open_run_dir("safediffcon", opts)
     rd.write_config(asdict(opts))
     qs = model.post_train(train, cal, epochs=cfg.post_epochs, steps_per_epoch=cfg.post_steps,
                           batch_size=cfg.batch_size, lr=cfg.post_lr)
     model.save(rd.path / "model")
     rd.write_json("summary.json", {"Q_per_epoch": qs})
-    rd.write_env(device="cpu")
+    rd.write_env(device=str(device))
     if not opts.quiet:
         print(f"post-trained; Q per epoch {qs}; saved to {rd.target / 'model'}")
     return 0
@@ -187,8 +216,9 @@ def control(opts: ControlOptions) -> int:
 
     from safediffcon.metrics import evaluate_control
 
-    model = _model(opts.model)
-    test, cal = _data(opts, "test"), _data(opts, "cal")
+    device = _device(opts)
+    model = _model(opts.model, device)
+    test, cal = _data(opts, "test", device), _data(opts, "cal", device)
     model._check_conditions(test.u0, test.u_target)
     rd = open_run_dir("safediffcon", opts)
     rd.write_config(asdict(opts))
@@ -197,10 +227,11 @@ def control(opts: ControlOptions) -> int:
                          weight_lambda=lam_w) if cfg.infft_iters > 0 and opts.guidance else []
     f = model.control(test.u0, test.u_target, guidance=opts.guidance)
     np.savez(rd.path / "controls.npz", u0=test.u0.numpy(), u_target=test.u_target.numpy(), f=f.numpy())
-    metrics = evaluate_control(test.u0, f, test.u_target, nu=model.nu, dt=model.dt, u_bound=model.u_bound)
+    metrics = evaluate_control(test.u0, f, test.u_target, nu=model.nu, dt=model.dt, u_bound=model.u_bound,
+                               device=device)
     metrics.update({"Q": model.Q, "infft_Q": qs})
     rd.write_json("metrics.json", metrics)
-    rd.write_env(device="cpu")
+    rd.write_env(device=str(device))
     if not opts.quiet:
         print(json.dumps(metrics), f"\nwritten to {rd.target}")
     return 0
@@ -220,6 +251,7 @@ def _read_controls(p: Path) -> dict:
 def evaluate(opts: EvaluateOptions) -> int:
     """Re-simulate the controls and write config.json, env.json and evaluation.json (J, R_p, R_t, R_s) to --out."""
     cfg = checked(opts.config)  # before any heavy import
+    device = _device(opts)
     arrays = _read_controls(Path(opts.controls))
     import torch
 
@@ -231,10 +263,11 @@ def evaluate(opts: EvaluateOptions) -> int:
         raise SafediffconError(f"--controls: u_target {tuple(ut.shape)} must have the shape of u0 {tuple(u0.shape)}")
     if not torch.isfinite(ut).all():
         raise SafediffconError("--controls: u_target must be finite (found NaN or inf)")
-    metrics = evaluate_control(u0, f, ut, nu=cfg.nu, dt=cfg.dt, u_bound=cfg.u_bound)  # checks f's shape too
+    metrics = evaluate_control(u0, f, ut, nu=cfg.nu, dt=cfg.dt, u_bound=cfg.u_bound,
+                               device=device)  # checks f's shape too
     rd = open_run_dir("safediffcon", opts)  # --out was checked before the work (method_main)
     rd.write_config(asdict(opts))
-    rd.write_env(device="cpu")
+    rd.write_env(device=str(device))
     rd.write_json("evaluation.json", metrics)
     if not opts.quiet:
         print(json.dumps(metrics), f"\nwritten to {rd.target}")

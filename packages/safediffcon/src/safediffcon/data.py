@@ -68,9 +68,13 @@ class BurgersData:
 
 
 def make_split(n: int, nx: int, *, nu: float, dt: float, amp: float, force_amp: float = 1.5,
-               safe_only: bool = False, u_bound: float = 0.8, seed: int = 0) -> BurgersData:
+               safe_only: bool = False, u_bound: float = 0.8, seed: int = 0,
+               device: str | torch.device = "cpu") -> BurgersData:
     """``n`` trajectories from two-Gaussian initial states (amplitudes up to ``amp``) under random Gaussian forces;
-    with ``safe_only`` keep only trajectories with ``max u^2 <= u_bound^2`` at every recorded frame."""
+    with ``safe_only`` keep only trajectories with ``max u^2 <= u_bound^2`` at every recorded frame.
+
+    The draws come from a CPU generator (the same ones on every device); the solver runs on ``device`` and the data
+    are returned on the CPU."""
     if n < 1:
         raise SafediffconError(f"n must be >= 1, got {n}")
     g = torch.Generator().manual_seed(int(seed))
@@ -79,7 +83,7 @@ def make_split(n: int, nx: int, *, nu: float, dt: float, amp: float, force_amp: 
         m = max(2 * (n - have), 16) if safe_only else n
         u0 = initial_state(m, nx, amp=amp, generator=g)
         f = random_force(m, nx, amp=force_amp, generator=g)
-        u = simulate(u0, f, nu=nu, dt=dt)
+        u = simulate(u0.to(device), f.to(device), nu=nu, dt=dt).cpu()
         if safe_only:
             ok = u.square().flatten(1).amax(dim=1) <= u_bound**2
             u, f = u[ok], f[ok]

@@ -139,8 +139,9 @@ class GaussianDiffusion(nn.Module):
         """Reweighted noise-prediction loss ``mean_i w_i ||eps - eps_theta(x_t, t)||^2`` over the real,
         unconditioned entries (``weights=None``: the plain DDPM loss)."""
         b = x0.shape[0]
-        t = torch.randint(0, self.timesteps, (b,), generator=generator)
-        noise = torch.randn(x0.shape, generator=generator)
+        # drawn from ``generator`` (a CPU stream: the same draws on every device), then moved to x0's device
+        t = torch.randint(0, self.timesteps, (b,), generator=generator).to(x0.device)
+        noise = torch.randn(x0.shape, generator=generator).to(x0.device)
         mask = self.cond_mask()
         x_t = self.inpaint(self.q_sample(x0, t, noise), x0, mask)
         keep = self.real * (1 - mask)
@@ -183,17 +184,18 @@ class GaussianDiffusion(nn.Module):
         if not math.isfinite(Q):
             raise SafediffconError(f"Q must be finite, got {Q}")
         b = u0.shape[0]
-        cond = u0.new_zeros(b, 3, HEIGHT, self.nx)
+        cond = u0.new_zeros(b, 3, HEIGHT, self.nx)  # on u0's device (the model's: SafeDiffCon moves it there)
         cond[:, 0, 0], cond[:, 0, NT - 1] = u0, u_target
         if f_cond is not None:
             cond[:, 1, :NT - 1] = f_cond
         cond = cond / self.scaler
         mask = self.cond_mask(with_f=f_cond is not None)
         times = torch.linspace(self.timesteps - 1, 0, steps).round().long().tolist()
-        x = self.inpaint(torch.randn(cond.shape, generator=generator), cond, mask)
+        dev = cond.device  # the draws come from the CPU stream ``generator`` and are moved here
+        x = self.inpaint(torch.randn(cond.shape, generator=generator).to(dev), cond, mask)
         for i, t in enumerate(times):
             last = i == len(times) - 1
-            tt = torch.full((b,), t, dtype=torch.long)
+            tt = torch.full((b,), t, dtype=torch.long, device=dev)
             with torch.set_grad_enabled(grad_last and last):
                 eps = self.model(x, tt)
                 a = self.abar[t]
@@ -208,7 +210,7 @@ class GaussianDiffusion(nn.Module):
                     a_prev = self.abar[times[i + 1]]
                     eps = (x - a.sqrt() * x0) / (1 - a).sqrt()
                     sigma = eta * ((1 - a_prev) / (1 - a) * (1 - a / a_prev)).clamp(min=0).sqrt()
-                    z = torch.randn(x.shape, generator=generator)
+                    z = torch.randn(x.shape, generator=generator).to(dev)
                     x = a_prev.sqrt() * x0 + (1 - a_prev - sigma**2).clamp(min=0).sqrt() * eps + sigma * z
                 x = self.inpaint(x, cond, mask, self.real_final if last else None)
             if callback is not None:

@@ -32,6 +32,18 @@ from safediffcon.errors import SafediffconError
 from safediffcon.unet import UNet2D
 
 
+def _device(device: str | torch.device) -> torch.device:
+    """``device`` as a ``torch.device``; an unknown name or an unavailable accelerator is one clear error."""
+    if isinstance(device, torch.device):
+        return device
+    from icml25.device import resolve_device
+
+    try:
+        return resolve_device(device)
+    except (ValueError, RuntimeError) as exc:
+        raise SafediffconError(f"device: {exc}") from exc
+
+
 def _lr_lambda(total: int, warmup_frac: float):
     warm = max(1, int(round(warmup_frac * total))) if warmup_frac > 0 else 0
 
@@ -48,7 +60,9 @@ class SafeDiffCon:
     """The SafeDiffCon controller: a joint diffusion model over ``[u, f, s]`` plus its conformal quantile ``Q``.
 
     Keyword-only arguments; ``u_bound`` gives ``s0 = u_bound^2``; ``weight_lambda`` is the lambda of the conformal
-    and post-training weights, ``guidance_lambda`` the guidance strength (expressed on the official grid).
+    and post-training weights, ``guidance_lambda`` the guidance strength (expressed on the official grid);
+    ``device`` where the network, the sampler and the schedule run (``"cpu"``, ``"cuda"``, ``"auto"``, ...; see
+    :meth:`to`).
     """
 
     def __init__(self, *, nx: int = 64, nu: float = 0.01, dt: float = 1e-3, dim: int = 16,
@@ -56,8 +70,10 @@ class SafeDiffCon:
                  u_bound: float = 0.8, alpha: float = 0.98, weight_lambda: float = 2500.0,
                  guidance_lambda: float = 500.0, ddim_steps: int = 20, eta: float = 1.0,
                  quantile_method: str = "weighted", official_safety_row_mask: bool = False,
-                 safety_estimate: str = "channel", attention: str = "mid", seed: int = 0):
+                 safety_estimate: str = "channel", attention: str = "mid", seed: int = 0,
+                 device: str | torch.device = "cpu"):
         check_solver(nx, nu=nu, dt=dt)
+        self.device = _device(device)
         if nx % 2 ** (len(mults) - 1):
             raise SafediffconError(f"nx={nx} must be divisible by 2^(len(mults)-1) = {2 ** (len(mults) - 1)}")
         if not (isinstance(u_bound, (int, float)) and math.isfinite(u_bound) and u_bound > 0):
@@ -85,12 +101,24 @@ class SafeDiffCon:
         self.diffusion = GaussianDiffusion(self.net, nx=nx, timesteps=timesteps, scaler=scaler,
                                            official_safety_row_mask=official_safety_row_mask,
                                            safety_estimate=safety_estimate)
+        self.diffusion.to(self.device)  # the network and the schedule's buffers
         self.scaler = float(scaler)
         self.Q = 0.0
         self.last_calibration: dict | None = None
         self.history: dict[str, list] = {"pretrain_loss": [], "post_train_Q": [], "infft_Q": [], "infft_loss": []}
         self.pretrain_curve = None
+        # the random streams stay on the CPU (their draws are moved to the device): the same seed gives the same
+        # noise, batches and DDIM draws on every device
         self._gen = torch.Generator().manual_seed(seed + 12345)
+
+    def to(self, device: str | torch.device) -> SafeDiffCon:
+        """Move the network (and the schedule) to ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...); returns self.
+
+        Data and conditions may live anywhere: they are moved to the model's device where they are used, and the
+        controls, scores and trajectories this class returns come back on the CPU."""
+        self.device = _device(device)
+        self.diffusion.to(self.device)
+        return self
 
     def clone(self) -> SafeDiffCon:
         """An independent copy (weights, Q and history)."""
@@ -115,7 +143,8 @@ class SafeDiffCon:
             w_all = None if weights_fn is None else torch.as_tensor(weights_fn(), dtype=torch.float32)
             for _ in range(steps):
                 idx = torch.randint(0, len(data), (batch_size,), generator=self._gen)
-                loss = self.diffusion.loss(x0[idx], weights=None if w_all is None else w_all[idx],
+                loss = self.diffusion.loss(x0[idx].to(self.device),
+                                           weights=None if w_all is None else w_all[idx].to(self.device),
                                            generator=self._gen)
                 if not torch.isfinite(loss):
                     raise SafediffconError(f"non-finite training loss at step {len(losses)}; lower the learning rate")
@@ -162,7 +191,7 @@ class SafeDiffCon:
         def step(_i: int) -> None:
             self.net.train()
             idx = torch.randint(0, len(data), (batch_size,), generator=self._gen)
-            loss = self.diffusion.loss(x0[idx], generator=self._gen)
+            loss = self.diffusion.loss(x0[idx].to(self.device), generator=self._gen)
             if not torch.isfinite(loss):
                 raise SafediffconError(f"non-finite training loss at step {len(losses)}; lower the learning rate")
             opt.zero_grad(set_to_none=True)
@@ -251,9 +280,10 @@ class SafeDiffCon:
     @torch.no_grad()
     def calibration_scores(self, cal: BurgersData) -> tuple[np.ndarray, np.ndarray]:
         """``(s_hat, s_true)`` on ``cal``, sampled without guidance with the true control inpainted."""
-        x = self.diffusion.sample(cal.u0, cal.u_target, steps=self.ddim_steps, eta=self.eta, f_cond=cal.f,
-                                  generator=self._gen)
-        return self.diffusion.s_hat(x).double().numpy(), cal.s.double().numpy()
+        d = self.device
+        x = self.diffusion.sample(cal.u0.to(d), cal.u_target.to(d), steps=self.ddim_steps, eta=self.eta,
+                                  f_cond=cal.f.to(d), generator=self._gen)
+        return self.diffusion.s_hat(x).cpu().double().numpy(), cal.s.cpu().double().numpy()
 
     def calibrate(self, cal: BurgersData, *, Q_prev: float | None = None, extra_Q: float | None = None,
                   weight_lambda: float | None = None) -> float:
@@ -310,17 +340,19 @@ class SafeDiffCon:
     def generate(self, u0: torch.Tensor, u_target: torch.Tensor, *, guidance: bool = True,
                  Q: float | None = None, generator: torch.Generator | None = None,
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(u_model [N, 11, nx], f [N, 10, nx], s_hat [N])``: the jointly generated trajectory, control and score.
+        """``(u_model [N, 11, nx], f [N, 10, nx], s_hat [N])``: the jointly generated trajectory, control and score
+        (on the CPU, wherever the model runs).
 
         The sampling noise comes from ``generator`` when given (the model's own stream is then left untouched),
         else from the model's generator.
         """
-        u0, ut = self._check_conditions(u0, u_target)
+        u0, ut = (v.to(self.device) for v in self._check_conditions(u0, u_target))
         x = self.diffusion.sample(u0, ut, steps=self.ddim_steps, eta=self.eta,
                                   guidance_lambda=self.guidance_lambda if guidance else 0.0,
                                   Q=self.Q if Q is None else Q, s0=self.s0,
                                   generator=self._gen if generator is None else generator)
-        return from_image(x, scaler=self.scaler, estimate=self.diffusion.safety_estimate)
+        u, f, s = from_image(x, scaler=self.scaler, estimate=self.diffusion.safety_estimate)
+        return u.cpu(), f.cpu(), s.cpu()
 
     def control(self, u0: torch.Tensor, u_target: torch.Tensor, *, guidance: bool = True,
                 Q: float | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -346,7 +378,7 @@ class SafeDiffCon:
         """
         if isinstance(iters, bool) or not isinstance(iters, int) or iters < 0:
             raise SafediffconError(f"InfFT iters must be an integer >= 0, got {iters!r}")
-        u0, ut = self._check_conditions(u0, u_target)
+        u0, ut = (v.to(self.device) for v in self._check_conditions(u0, u_target))
         self._check_data(cal, "calibration data")
         opt = torch.optim.AdamW(self.net.parameters(), lr=lr, weight_decay=weight_decay)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(max(iters, 1), 0.0))
@@ -403,7 +435,8 @@ class SafeDiffCon:
         save_model(Path(path), self.net, self.config())
 
     @classmethod
-    def load(cls, path) -> SafeDiffCon:
+    def load(cls, path, *, device: str | torch.device = "cpu") -> SafeDiffCon:
+        """The model saved by :meth:`save` in the folder ``path``, on ``device``."""
         from pathlib import Path
 
         from icml25.checkpoint import load_config, load_model
@@ -422,4 +455,4 @@ class SafeDiffCon:
             return m.net
 
         load_model(Path(path), build)
-        return holder["m"]
+        return holder["m"].to(device)

@@ -33,11 +33,14 @@ def safety_rates(u: torch.Tensor, *, u_bound: float) -> dict[str, float]:
 
 
 def evaluate_control(u0: torch.Tensor, f: torch.Tensor, u_target: torch.Tensor, *, nu: float, dt: float,
-                     u_bound: float) -> dict[str, float]:
+                     u_bound: float, device: str | torch.device | None = None) -> dict[str, float]:
     """Re-simulate ``f`` from the true ``u0`` and score it: J (mean, sd), s (mean, max), R_p/R_t/R_s, and the
-    fraction of instances safe at the recorded frames but not at some solver sub-step."""
+    fraction of instances safe at the recorded frames but not at some solver sub-step. ``device``: where the solver
+    runs (default: ``u0``'s device)."""
     from safediffcon.burgers import simulate
 
+    if device is not None:
+        u0, f, u_target = (torch.as_tensor(v).to(device) for v in (u0, f, u_target))
     with torch.no_grad():
         u, smax = simulate(u0, f, nu=nu, dt=dt, substep_max=True)
     j = control_objective(u, u_target)
