@@ -4,14 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Literal
 
-from icml25.cli_helpers import BaseOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
+from icml25.cli_helpers import CommonOptions, ReproduceOptions, method_main, open_run_dir, reproduce_command
 
 from earl_bo.config import AgentConfig, cpu, paper
 from earl_bo.registry import METHOD
 
 Method = str
 Benchmark = str
+
+
+def _device(opts, methods) -> str:
+    """The device the run uses, as written to env.json: ``--device`` resolved for EARL-BO (a bad value raises an
+    error naming ``--device``), ``cpu`` when no EARL-BO variant runs (the baselines run on the CPU)."""
+    from earl_bo.earl import resolve_device
+
+    dev = resolve_device(opts.device, name="--device")
+    return str(dev) if any(m.startswith("earl-bo") for m in methods) else "cpu"
+
+
+def _agent_options(opts, method: str, device: str) -> dict | None:
+    """Keyword arguments of :class:`earl_bo.EARLBO` for ``method`` (None for a baseline)."""
+    return {**opts.agent.kwargs(), "device": device} if method.startswith("earl-bo") else None
 
 
 def _check(opts) -> None:
@@ -38,7 +53,7 @@ def _check(opts) -> None:
 
 
 @dataclass(frozen=True)
-class OptimizeOptions(BaseOptions):
+class OptimizeOptions(CommonOptions):
     """Optimise your own black box (--objective module:function --bounds bounds.json; minimised unless --maximize)
     or maximise a benchmark function, with one method; writes result.json and queries.csv / queries.json (every
     evaluation)."""
@@ -66,6 +81,10 @@ class OptimizeOptions(BaseOptions):
     incumbent), logei, turbo, msl (2-step lookahead)."""
     agent: AgentConfig = cpu()
     """EARL-BO's agent (ignored by the baselines)."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Device of EARL-BO's agent (encoder, actor, critic, Adam) and its GP virtual environment: auto picks cuda if
+    available, else cpu (no mps: the GP environment computes in float64); the GP fit to the real data and the
+    baselines run on the CPU. The same seed draws the same random numbers on every device."""
 
 
 def _user_objective(opts: OptimizeOptions) -> int:
@@ -85,13 +104,14 @@ def _user_objective(opts: OptimizeOptions) -> int:
 
     if opts.method not in METHODS:
         raise EarlBoError(f"--method must be among {', '.join(METHODS)}, got {opts.method!r}")
+    device = _device(opts, (opts.method,))
     bounds = load_bounds(opts.bounds)
     f = load_objective(opts.objective)
     rd = open_run_dir(METHOD.name, opts)
     rd.write_config(asdict(opts))
-    rd.write_env(device="cpu")
+    rd.write_env(device=device)
     r = minimize(f, bounds.T, n_init=opts.n_init, budget=opts.budget, method=opts.method, seed=opts.seed,
-                 options=opts.agent.kwargs() if opts.method.startswith("earl-bo") else None,
+                 options=_agent_options(opts, opts.method, device),
                  log=rd.path / "queries.csv", maximize=opts.maximize)
     rd.write_json("queries.json", r.log)
     summary = {"objective": opts.objective, "direction": "maximize" if opts.maximize else "minimize",
@@ -117,11 +137,12 @@ def optimize_command(opts: OptimizeOptions) -> int:
     from earl_bo.bo import optimize
     from earl_bo.objectives import make_objective
 
+    device = _device(opts, (opts.method,))
     obj = make_objective(opts.benchmark, opts.dim)
     rd = open_run_dir(METHOD.name, opts)
     rd.write_config(asdict(opts))
-    rd.write_env(device="cpu")
-    opts_agent = opts.agent.kwargs() if opts.method.startswith("earl-bo") else None
+    rd.write_env(device=device)
+    opts_agent = _agent_options(opts, opts.method, device)
     r = optimize(obj.f, obj.bounds, n_init=opts.n_init, budget=opts.budget, method=opts.method, seed=opts.seed,
                  options=opts_agent, callback=lambda i, x, v: rd.log(i, value=v, x=x.tolist()))
     summary = {"benchmark": obj.name, "method": opts.method, "best": float(r.y.max()), "x_best": r.x_best.tolist(),
@@ -135,7 +156,7 @@ def optimize_command(opts: OptimizeOptions) -> int:
 
 
 @dataclass(frozen=True)
-class BenchmarkOptions(BaseOptions):
+class BenchmarkOptions(CommonOptions):
     """Run several methods side by side on one benchmark (same initial design per seed); writes results.json and
     a best-so-far plot."""
 
@@ -153,6 +174,10 @@ class BenchmarkOptions(BaseOptions):
     """Seeds (seed, seed + 1, ...)."""
     agent: AgentConfig = cpu()
     """EARL-BO's agent."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Device of EARL-BO's agent (encoder, actor, critic, Adam) and its GP virtual environment: auto picks cuda if
+    available, else cpu (no mps: the GP environment computes in float64); the GP fit to the real data and the
+    baselines run on the CPU. The same seed draws the same random numbers on every device."""
 
 
 def benchmark_command(opts: BenchmarkOptions) -> int:
@@ -169,14 +194,15 @@ def benchmark_command(opts: BenchmarkOptions) -> int:
     from earl_bo.bo import optimize
     from earl_bo.objectives import make_objective
 
+    device = _device(opts, opts.methods)
     obj = make_objective(opts.benchmark, opts.dim)
     rd = open_run_dir(METHOD.name, opts)
     rd.write_config(asdict(opts))
-    rd.write_env(device="cpu")
+    rd.write_env(device=device)
     curves, rows = {}, []
     for m in opts.methods:
         runs = [optimize(obj.f, obj.bounds, n_init=opts.n_init, budget=opts.budget, method=m, seed=opts.seed + s,
-                         options=opts.agent.kwargs() if m.startswith("earl-bo") else None) for s in range(opts.seeds)]
+                         options=_agent_options(opts, m, device)) for s in range(opts.seeds)]
         best = np.array([r.best for r in runs])
         curves[m] = best
         rows.append({"method": m, "final_best_mean": float(best[:, -1].mean()),
@@ -195,7 +221,8 @@ def benchmark_command(opts: BenchmarkOptions) -> int:
 
 @dataclass(frozen=True)
 class EarlBoReproduceOptions(ReproduceOptions):
-    """Run EARL-BO and its baselines side by side and measure the paper's claims (a fixed CPU-scale protocol)."""
+    """Run EARL-BO and its baselines side by side and measure the paper's claims (a fixed CPU-scale protocol: no
+    --device; `optimize` and `benchmark` take one)."""
 
     task: str = "main"
     """main: validation tuning, Ackley/Levy at d = 5, 10 (shifted and unshifted), the lookahead and ablations, the

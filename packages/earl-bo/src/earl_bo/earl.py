@@ -10,6 +10,11 @@ At every real BO iteration ``k`` with data ``D_k``:
    round are simulated together as one batch);
 3. query ``x_{k+1} = unnormalize(sigmoid(mu(D_k)))``, the policy's mean action.
 
+``device`` (default the CPU) holds the agent (encoder, actor, critic, Adam state) and the GP virtual environment
+(imagined data sets, incremental Cholesky factors, Thompson draws); the GP's hyper-parameter fit to the real ``D_k``
+(botorch, a few dozen points) and the real BO loop stay on the CPU. Random numbers are drawn by CPU generators and
+moved to the device, so a seed gives the same random stream on every device.
+
 The agent (encoder + actor + critic) is pre-trained once on GP-sampled tasks (multi-task pre-training,
 :mod:`earl_bo.pretrain`: a fixed number of rounds, or :meth:`EARLBO.pretrain_until_plateau` until its validation
 regret stops improving) and then fine-tuned on the problem, warm-started from one iteration to the next.
@@ -28,6 +33,32 @@ from earl_bo.errors import EarlBoError
 from earl_bo.gp_env import DTYPE, GPEnv, GPHyper, fit_gp
 from earl_bo.ppo import ActorCritic, awr_weights, clipped_surrogate, gae, normalise, squash, unsquash
 from earl_bo.turbo import TurboState, candidates
+
+DEVICES = ("auto", "cpu", "cuda")
+"""Devices of :class:`EARLBO` (``cuda:N`` too): ``auto`` picks CUDA when available, else the CPU (never MPS: the GP
+virtual environment computes in float64, which MPS does not support)."""
+
+
+def resolve_device(device=None, *, name: str = "device") -> torch.device:
+    """``device`` (``None`` = the CPU, ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or a ``torch.device``) as a
+    ``torch.device``; a bad value raises :class:`EarlBoError` naming ``name`` (the CLI passes ``--device``)."""
+    if device is None:
+        return torch.device("cpu")
+    if isinstance(device, torch.device):
+        device = str(device)
+    if not isinstance(device, str) or device.split(":", 1)[0] not in DEVICES:
+        raise EarlBoError(f"{name} must be one of {', '.join(DEVICES)} (or cuda:N), got {device!r}")
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise EarlBoError(f"{name} {device!r} asked for, but torch.cuda.is_available() is False (use cpu or auto)")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as exc:
+        raise EarlBoError(f"{name} must be one of {', '.join(DEVICES)} (or cuda:N), got {device!r}") from exc
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise EarlBoError(f"{name} {device!r}: only {torch.cuda.device_count()} CUDA device(s) are visible")
+    return dev
 
 
 def check_bounds(bounds) -> np.ndarray:
@@ -102,6 +133,8 @@ class TrainLog:
     on_policy_episodes: int = 0
     updates: int = 0
     mean_return: list[float] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)
+    """The training loss of the last gradient epoch of each update."""
     seconds: float = 0.0
 
 
@@ -120,6 +153,8 @@ class EARLBO:
     awr_beta : temperature of the advantage weights of the TuRBO stage; turbo_candidates : Thompson-sampling
     candidates per imagined TuRBO step; pretrain_tasks : GP-prior tasks of multi-task pre-training (0 = none);
     warm_start : keep the agent from one real iteration to the next (False = a fresh agent each iteration).
+    device : where the agent and the GP virtual environment live (:func:`resolve_device`: ``None``/``"cpu"``, ``"auto"``,
+    ``"cuda"``, ``"cuda:N"``); the same seed draws the same random numbers on every device.
     """
 
     def __init__(self, bounds, *, horizon: int = 3, episodes: int = 64, off_policy_episodes: int = 16,
@@ -127,7 +162,8 @@ class EARLBO:
                  lr: float = 3e-4, clip: float = 0.2, epochs: int = 4, gae_lambda: float = 0.95,
                  vf_coef: float = 0.5, ent_coef: float = 0.0, min_std: float = 0.05, awr_beta: float = 1.0,
                  turbo_candidates: int = 256, pretrain_tasks: int = 4, warm_start: bool = True,
-                 init_state: dict | None = None, action: str = "box") -> None:
+                 init_state: dict | None = None, action: str = "box", device=None) -> None:
+        self.device = resolve_device(device)
         self.bounds = check_bounds(bounds)
         self.dim = self.bounds.shape[1]
         for name, v in (("horizon", horizon), ("episodes", episodes), ("update_every", update_every),
@@ -175,7 +211,8 @@ class EARLBO:
     def _new_agent(self) -> None:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
-            self.agent = ActorCritic(**self.net_kw)
+            self.agent = ActorCritic(**self.net_kw)  # initialised on the CPU: the same weights on every device
+        self.agent.to(self.device)
         self.opt = torch.optim.Adam(self.agent.parameters(), lr=self.lr)
 
     def state(self) -> dict:
@@ -224,23 +261,24 @@ class EARLBO:
     def rollout(self, env: GPEnv, off: torch.Tensor, *, turbo_length: float) -> Rollout:
         """Simulate ``B = len(off)`` episodes together; TuRBO acts in the episodes flagged ``off``."""
         assert self.agent is not None
-        b, h, n, d = off.numel(), self.horizon, env.n0, self.dim
+        b, h, n, d, dev = off.numel(), self.horizon, env.n0, self.dim, env.device
+        off = off.to(dev)
         env.reset(b)
-        u_all = torch.zeros(b, h, d)
-        logp = torch.zeros(b, h)
-        values = torch.zeros(b, h)
-        rewards = torch.zeros(b, h)
+        u_all = torch.zeros(b, h, d, device=dev)
+        logp = torch.zeros(b, h, device=dev)
+        values = torch.zeros(b, h, device=dev)
+        rewards = torch.zeros(b, h, device=dev)
         ls = env.hyper.lengthscale
         for t in range(h):
             m = n + t
             xs = env.x[:, :m].float()
             ys = env.y[:, :m].float()
-            steps_left = torch.full((b,), (h - t) / h)
+            steps_left = torch.full((b,), (h - t) / h, device=dev)
             mu, log_std, v = self.agent(xs, ys, None, steps_left)
-            u = mu + log_std.exp() * torch.randn(mu.shape, generator=self.gen)
+            u = mu + log_std.exp() * torch.randn(mu.shape, generator=self.gen).to(dev)
             if bool(off.any()):
                 idx = env.y[:, :m].argmax(-1)
-                centre = env.x[torch.arange(b), idx]  # incumbent of each imagined data set
+                centre = env.x[torch.arange(b, device=dev), idx]  # incumbent of each imagined data set
                 cand = candidates(centre, ls, turbo_length, n=self.turbo_candidates, generator=self.gen)
                 a_ts = env.thompson(cand).float()
                 u = torch.where(off.unsqueeze(-1), unsquash(a_ts), u)
@@ -252,17 +290,18 @@ class EARLBO:
                        rewards=rewards, off=off.clone(), n=n)
 
     # ------------------------------------------------------------------ update
-    def update(self, ro: Rollout) -> None:
-        """PPO on the policy's episodes, advantage-weighted cloning on TuRBO's, value regression on all."""
+    def update(self, ro: Rollout) -> float:
+        """PPO on the policy's episodes, advantage-weighted cloning on TuRBO's, value regression on all; returns the
+        loss of the last gradient epoch."""
         assert self.agent is not None and self.opt is not None
-        b, h, n = ro.u.shape[0], self.horizon, ro.n
+        b, h, n, dev = ro.u.shape[0], self.horizon, ro.n, ro.u.device
         adv, ret = gae(ro.rewards, ro.values, gamma=1.0, lam=self.gae_lambda)
         # flatten (episode, step) -> transitions; the state of step t is the prefix of length n + t
         xs = ro.x.unsqueeze(1).expand(b, h, *ro.x.shape[1:]).reshape(b * h, *ro.x.shape[1:])  # [B*H, n+H, d]
         ys = ro.y.unsqueeze(1).expand(b, h, ro.y.shape[1]).reshape(b * h, -1)  # [B*H, n+H]
-        sizes = (n + torch.arange(h)).repeat(b)  # [B*H]
-        mask = torch.arange(n + h).unsqueeze(0) < sizes.unsqueeze(1)  # [B*H, n+H]
-        steps_left = ((h - torch.arange(h)) / h).repeat(b).float()
+        sizes = (n + torch.arange(h, device=dev)).repeat(b)  # [B*H]
+        mask = torch.arange(n + h, device=dev).unsqueeze(0) < sizes.unsqueeze(1)  # [B*H, n+H]
+        steps_left = ((h - torch.arange(h, device=dev)) / h).repeat(b).float()
         u = ro.u.reshape(b * h, -1)
         logp_old = ro.logp.reshape(-1)
         adv_f, ret_f = adv.reshape(-1), ret.reshape(-1)
@@ -288,6 +327,7 @@ class EARLBO:
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.agent.parameters(), 1.0)
             self.opt.step()
+        return float(loss.detach())
 
     def train_on(self, x: torch.Tensor, y: torch.Tensor, hyper: GPHyper, *, turbo_length: float) -> TrainLog:
         """Algorithm 1's inner loop on one GP virtual environment (``x`` unit cube, ``y`` standardised)."""
@@ -296,7 +336,7 @@ class EARLBO:
         t0 = time.perf_counter()
         log = TrainLog()
         env = GPEnv(x, y, hyper, horizon=self.horizon, batch=self.update_every,
-                    seed=int(torch.randint(0, 2**31 - 1, (1,), generator=self.gen)))
+                    seed=int(torch.randint(0, 2**31 - 1, (1,), generator=self.gen)), device=self.device)
         e = 0
         self.episode_kinds = []
         while e < self.episodes:
@@ -304,7 +344,7 @@ class EARLBO:
             off = torch.arange(e, e + b) < self.off_policy_episodes
             ro = self.rollout(env, off, turbo_length=turbo_length)
             self.episode_kinds += ["turbo" if o else "policy" for o in off.tolist()]
-            self.update(ro)
+            log.loss.append(self.update(ro))
             log.off_policy_episodes += int(off.sum())
             log.on_policy_episodes += int((~off).sum())
             log.updates += 1
@@ -316,10 +356,12 @@ class EARLBO:
     # ------------------------------------------------------------------ the real query
     @torch.no_grad()
     def policy_mean(self, x_unit: torch.Tensor, y_std: torch.Tensor) -> torch.Tensor:
-        """The deterministic query ``sigmoid(mu(D))`` in the unit cube, ``[d]``."""
+        """The deterministic query ``sigmoid(mu(D))`` in the unit cube, ``[d]`` (float64, on the CPU)."""
         assert self.agent is not None
-        mu, _, _ = self.agent(x_unit.float().unsqueeze(0), y_std.float().unsqueeze(0), None, torch.ones(1))
-        return squash(mu[0]).to(DTYPE)
+        dev = self.device
+        mu, _, _ = self.agent(x_unit.to(dev, torch.float32).unsqueeze(0), y_std.to(dev, torch.float32).unsqueeze(0),
+                              None, torch.ones(1, device=dev))
+        return squash(mu[0]).to("cpu", DTYPE)
 
     def suggest(self, X, y) -> np.ndarray:
         """The next query ``x_{k+1} [d]`` (in the bounds) given the observed ``X [n, d]``, ``y [n]`` (maximisation)."""

@@ -15,7 +15,9 @@ imagined point is an incremental Cholesky update (``O(n^2)`` instead of a fresh 
     K_{n+1} = [[K_n, k], [k^T, c]],   L_{n+1} = [[L_n, 0], [l^T, d]],   l = L_n^{-1} k,   d = sqrt(c - l^T l)
     w_{n+1} = [w_n ; (y - m - l^T w_n) / d]       (w = L^{-1} (y - m), so mu(x) = m + (L^{-1} k_x)^T w)
 
-All episodes of a batch advance together: shapes carry a leading batch ``B`` of episodes.
+All episodes of a batch advance together: shapes carry a leading batch ``B`` of episodes. The environment's tensors
+live on ``device`` (default: that of ``x``); its random draws come from a CPU generator and are moved there, so a
+seed imagines the same episodes' noise on every device.
 """
 
 from __future__ import annotations
@@ -103,12 +105,15 @@ class GPEnv:
     observation_noise : draw ``y`` from the noisy predictive (``+ noise``) instead of the latent one (default: latent,
         so the expected one-step reward is exactly analytic EI).
     seed : seeds the env's own generator (same seed, same episodes).
+    device : where the state, the Cholesky factors and the draws live (default: the device of ``x``).
     """
 
     def __init__(self, x: torch.Tensor, y: torch.Tensor, hyper: GPHyper, *, horizon: int, batch: int = 1,
-                 jitter: float = 1e-8, observation_noise: bool = False, seed: int = 0) -> None:
+                 jitter: float = 1e-8, observation_noise: bool = False, seed: int = 0, device=None) -> None:
         x = torch.as_tensor(x, dtype=DTYPE)
-        y = torch.as_tensor(y, dtype=DTYPE).reshape(-1)
+        self.device = x.device if device is None else torch.device(device)
+        x = x.to(self.device)
+        y = torch.as_tensor(y, dtype=DTYPE, device=self.device).reshape(-1)
         if x.ndim != 2 or y.shape[0] != x.shape[0]:
             raise EarlBoError(f"GPEnv: x must be [n, d] and y [n], got {tuple(x.shape)} and {tuple(y.shape)}")
         if horizon < 1:
@@ -117,7 +122,7 @@ class GPEnv:
         self.horizon, self.batch, self.jitter, self.observation_noise = horizon, batch, jitter, observation_noise
         self.n0, self.dim = x.shape
         self.gen = torch.Generator().manual_seed(int(seed))
-        k0 = hyper.kernel(x, x) + (hyper.noise + jitter) * torch.eye(self.n0, dtype=DTYPE)
+        k0 = hyper.kernel(x, x) + (hyper.noise + jitter) * torch.eye(self.n0, dtype=DTYPE, device=self.device)
         self.L0 = torch.linalg.cholesky(k0)
         self.w0 = torch.linalg.solve_triangular(self.L0, (y - hyper.mean).unsqueeze(-1), upper=False).squeeze(-1)
         self.reset()
@@ -129,13 +134,13 @@ class GPEnv:
             self.batch = batch
         b, n, m = self.batch, self.n0, self.n0 + self.horizon
         self.t = 0
-        self.x = torch.zeros(b, m, self.dim, dtype=DTYPE)
-        self.y = torch.zeros(b, m, dtype=DTYPE)
+        self.x = torch.zeros(b, m, self.dim, dtype=DTYPE, device=self.device)
+        self.y = torch.zeros(b, m, dtype=DTYPE, device=self.device)
         self.x[:, :n] = self.x0
         self.y[:, :n] = self.y0
-        self.L = torch.zeros(b, m, m, dtype=DTYPE)
+        self.L = torch.zeros(b, m, m, dtype=DTYPE, device=self.device)
         self.L[:, :n, :n] = self.L0
-        self.w = torch.zeros(b, m, dtype=DTYPE)
+        self.w = torch.zeros(b, m, dtype=DTYPE, device=self.device)
         self.w[:, :n] = self.w0
         self.best0 = float(self.y0.max())
         return self.state()
@@ -160,7 +165,7 @@ class GPEnv:
 
     def posterior(self, xq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Latent posterior mean and variance at ``xq [B, q, d]`` given each episode's ``D_t``: ``[B, q]`` each."""
-        xq = torch.as_tensor(xq, dtype=DTYPE)
+        xq = torch.as_tensor(xq, dtype=DTYPE, device=self.device)
         m = self.size
         kx = self.hyper.kernel(self.x[:, :m], xq)  # [B, m, q]
         v = self._solve(kx)  # [B, m, q]
@@ -170,7 +175,7 @@ class GPEnv:
 
     def joint_posterior(self, xq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Latent posterior mean ``[B, q]`` and covariance ``[B, q, q]`` at ``xq [B, q, d]``."""
-        xq = torch.as_tensor(xq, dtype=DTYPE)
+        xq = torch.as_tensor(xq, dtype=DTYPE, device=self.device)
         m = self.size
         v = self._solve(self.hyper.kernel(self.x[:, :m], xq))
         mu = self.hyper.mean + (v * self.w[:, :m].unsqueeze(-1)).sum(-2)
@@ -182,15 +187,15 @@ class GPEnv:
         candidate of each draw, ``[B, d]`` (the acquisition of TuRBO, as botorch's ``MaxPosteriorSampling``)."""
         mu, cov = self.joint_posterior(candidates)
         c = cov.shape[-1]
-        eye = torch.eye(c, dtype=DTYPE)
+        eye = torch.eye(c, dtype=DTYPE, device=self.device)
         for jit in (1e-8, 1e-6, 1e-4, 1e-2):
             lc, info = torch.linalg.cholesky_ex(cov + jit * eye)
             if int(info.max()) == 0:
                 break
-        z = torch.randn(mu.shape, generator=self.gen, dtype=DTYPE)
+        z = torch.randn(mu.shape, generator=self.gen, dtype=DTYPE).to(self.device)
         f = mu + (lc @ z.unsqueeze(-1)).squeeze(-1)
         idx = f.argmax(-1)
-        return candidates[torch.arange(candidates.shape[0]), idx]
+        return candidates[torch.arange(candidates.shape[0], device=idx.device), idx]
 
     # ------------------------------------------------------------------ transition
     def condition(self, xn: torch.Tensor, yn: torch.Tensor) -> None:
@@ -198,8 +203,8 @@ class GPEnv:
         m = self.size
         if m >= self.n0 + self.horizon:
             raise EarlBoError(f"GPEnv: the episode has ended after horizon={self.horizon} steps; call reset()")
-        xn = torch.as_tensor(xn, dtype=DTYPE)
-        yn = torch.as_tensor(yn, dtype=DTYPE)
+        xn = torch.as_tensor(xn, dtype=DTYPE, device=self.device)
+        yn = torch.as_tensor(yn, dtype=DTYPE, device=self.device)
         k = self.hyper.kernel(self.x[:, :m], xn.unsqueeze(1)).squeeze(-1)  # [B, m]
         l_row = self._solve(k.unsqueeze(-1)).squeeze(-1)  # [B, m]
         c = self.hyper.outputscale + self.hyper.noise + self.jitter
@@ -214,12 +219,12 @@ class GPEnv:
     def step(self, action: torch.Tensor) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor, bool]:
         """Imagine the query ``action [B, d]`` (unit cube): draw ``y ~ N(mu_t, var_t)``, reward
         ``max(y - max y(D_t), 0)``, condition. Returns ``(state, reward [B], done)``."""
-        a = torch.as_tensor(action, dtype=DTYPE).reshape(self.batch, self.dim)
+        a = torch.as_tensor(action, dtype=DTYPE, device=self.device).reshape(self.batch, self.dim)
         if not bool(((a >= 0) & (a <= 1)).all()):
             raise EarlBoError("GPEnv.step: actions must lie in the unit cube [0, 1]^d")
         mu, var = self.posterior(a.unsqueeze(1))
         var = var.squeeze(-1) + (self.hyper.noise if self.observation_noise else 0.0)
-        y = mu.squeeze(-1) + var.sqrt() * torch.randn(self.batch, generator=self.gen, dtype=DTYPE)
+        y = mu.squeeze(-1) + var.sqrt() * torch.randn(self.batch, generator=self.gen, dtype=DTYPE).to(self.device)
         reward = (y - self.incumbent()).clamp_min(0.0)
         self.condition(a, y)
         return self.state(), reward, self.t >= self.horizon

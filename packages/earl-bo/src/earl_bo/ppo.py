@@ -52,7 +52,7 @@ class ActorCritic(nn.Module):
         mu = self.actor(z)
         if self.action == "incumbent":
             yy = y if mask is None else y.masked_fill(~mask, float("-inf"))
-            best = x[torch.arange(x.shape[0]), yy.argmax(-1)]  # [B, d] the incumbent of each set
+            best = x[torch.arange(x.shape[0], device=x.device), yy.argmax(-1)]  # [B, d] the incumbent of each set
             mu = mu + unsquash(best)
         return mu, log_std, self.critic(z).squeeze(-1)
 
@@ -79,9 +79,9 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, *, gamma: float = 1.0, lam:
     both ``[B, H]``; the value after the last step is 0 (the episode ends)."""
     b, h = rewards.shape
     adv = torch.zeros_like(rewards)
-    last = torch.zeros(b, dtype=rewards.dtype)
+    last = torch.zeros(b, dtype=rewards.dtype, device=rewards.device)
     for t in reversed(range(h)):
-        nxt = values[:, t + 1] if t + 1 < h else torch.zeros(b, dtype=rewards.dtype)
+        nxt = values[:, t + 1] if t + 1 < h else torch.zeros(b, dtype=rewards.dtype, device=rewards.device)
         delta = rewards[:, t] + gamma * nxt - values[:, t]
         last = delta + gamma * lam * last
         adv[:, t] = last

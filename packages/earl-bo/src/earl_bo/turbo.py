@@ -77,9 +77,11 @@ def candidates(center: torch.Tensor, lengthscale: torch.Tensor, length: float, *
     sobol = SobolEngine(d, scramble=True, seed=seed).draw(n * b).to(center).reshape(b, n, d)
     pert = lb.unsqueeze(1) + (ub - lb).unsqueeze(1) * sobol
     prob = min(20.0 / d, 1.0)
+    # the draws come from the CPU ``generator`` (the same stream on every device), then move to ``center``'s device
     mask = torch.rand(b, n, d, generator=generator, dtype=center.dtype) <= prob
     none = mask.sum(-1) == 0  # at least one coordinate moves
     if none.any():
         idx = torch.randint(0, d, (int(none.sum()),), generator=generator)
         mask[none, idx] = True
+    mask = mask.to(center.device)
     return torch.where(mask, pert, center.unsqueeze(1).expand(b, n, d))
