@@ -18,9 +18,9 @@ class Budget:
     """What ``pipa reproduce`` varies between smoke, quick and full runs.
 
     Every method trains on *all* of its rows (``n_prompts × k`` samples per seed, in the rows of its setting) for at
-    least one epoch and at most ``max_epochs`` (and ``max_steps`` steps), evaluated ``evals_per_epoch`` times per
-    epoch on its own objective over ``val_rows`` validation rows, and stops after ``patience`` evaluations without a
-    relative improvement of ``rel_delta`` (:mod:`pipa.plateau`)."""
+    least one epoch and at most ``max_epochs`` epochs *of its own rows* (and ``max_steps`` steps, where that is not
+    None), evaluated ``evals_per_epoch`` times per epoch on its own objective over ``val_rows`` validation rows, and
+    stops after ``patience`` evaluations without a relative improvement of ``rel_delta`` (:mod:`pipa.plateau`)."""
 
     prior_steps: int
     n_prompts: int
@@ -34,7 +34,7 @@ class Budget:
     betas: tuple[float, ...]
     pipa_lrs: tuple[float, ...]
     max_epochs: float = 4.0
-    max_steps: int = 200
+    max_steps: int | None = 200
     evals_per_epoch: int = 2
     patience: int = 3
     rel_delta: float = 1e-3
@@ -82,11 +82,14 @@ def _geom(lo: float, hi: float, n: int) -> tuple[float, ...]:
     return tuple(float(f"{x:.3g}") for x in np.geomspace(lo, hi, n))
 
 
-# the full run: sized from measured throughput (batch 32: ~0.07 s per PIPA step, ~0.11 s per trl DPO/KTO step on 2
-# cores) so that tuning + 5 seeds x 13 methods, each over all of its rows to a plateau, fit in ~12 minutes alone
+# the full run: every method may train up to 16 epochs of its *own* rows (no common step cap: 48 steps for the ~90
+# paired rows, 240 for the 480 unpaired rows, ~500 for the ~1000 step-unpaired rows). Measured on seed 0 at the
+# previous run's choices (batch 32, 2 cores): the unpaired methods plateau after 72-192 steps (5-13 epochs: KTO 192,
+# PIPA-M 144, PIPA-N 72; Step-KTO 114, PIPA-M/N (step) 114/78); the old 48-step cap stopped them at 1.5-3.2 epochs
+# while still improving. Tuning + 5 seeds x 13 methods fit in ~15-25 minutes alone.
 FULL = Budget(prior_steps=200, n_prompts=120, k=4, batch_size=32, eval_prompts=200, val_prompts=80, auc_prompts=60,
               seeds=5, baseline_lrs=(3e-5, 1e-4), betas=(0.1, 1.0), pipa_lrs=_geom(1e-5, 1e-4, 4), max_epochs=16.0,
-              max_steps=48, evals_per_epoch=2, patience=3, val_rows=64, extend=1)
+              max_steps=None, evals_per_epoch=2, patience=3, val_rows=64, extend=1)
 
 
 BUDGETS: Budgets[Budget] = Budgets(

@@ -125,7 +125,7 @@ def accuracy(b: Budget, seeds: list[int], out: Path) -> Section:
     rows = [[f"{r[0]} (reuses {REUSE[r[0]]})" if r[0] in REUSE else r[0], *r[1:]] for r in rows]
     sec.table("hyper-parameters chosen on the validation prompts", cols, rows)
     rows = [["prior p⁰ (no alignment)", "—", "—", round(prior, 4), 0.0, None, None, None, None, None]]
-    for name, setting, kind in METHODS:
+    for name, setting, _kind in METHODS:
         r = R[name]
         m, sd = mean_sd(r["accuracy"])
         chosen = ", ".join(f"{k}={short(v)}" for k, v in sel[name].params.items())
