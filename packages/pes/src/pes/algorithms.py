@@ -8,8 +8,13 @@ Stochasticity", ICML 2025), and fixed-σ GPOMDP / PGPE as their special case.
 
 and deploy the last iterate θ_P as the deterministic policy ``μ_θ``. Theory: last-iterate convergence to the optimal
 *deterministic* policy with Õ(ε^{−5}) samples. ``P = 1`` is plain fixed-σ GPOMDP / PGPE (bit for bit, same RNG).
-Options: Adam state carried across phases (released code, default) or reset; the theory's step ``ζ_p ∝ σ_p²``
-(``lr_schedule="sigma2"``: ``ζ_p = lr (σ_p/σ_0)²``).
+Options: Adam state carried across phases (released code since 2025-01-25, default) or reset at each phase
+(``reset_optimizer=True``); each phase warm-started from the last iterate (default) or from the phase's best iterate
+(``warm_start="best"``: the θ whose batch had the highest mean return at the phase's σ, later iterates winning ties;
+after the last phase that θ is returned).
+``reset_optimizer=True, warm_start="best"`` is the earlier MagicRL release ("PES v2.0" / "PEL v2.0", 2025-01-10: a
+fresh PG subroutine per phase started from its ``best_theta``; :meth:`PES.earlier_release`). The theory's step
+``ζ_p ∝ σ_p²`` is ``lr_schedule="sigma2"`` (``ζ_p = lr (σ_p/σ_0)²``).
 
 **SL-PG.** σ = g(ν) learned jointly (:mod:`pes.sigma`): the σ-gradient comes from the noise's likelihood ratio
 (PB ``(‖θ' − θ‖² − dσ²)/σ³``, AB per step ``(‖a − μ‖² − d_A σ²)/σ³`` accumulated GPOMDP-style), the chain rule
@@ -34,6 +39,7 @@ from pes.optim import make_optimizer
 from pes.sigma import Parameterization, schedule
 
 LR_SCHEDULES = ("constant", "sigma2")
+WARM_STARTS = ("last", "best")
 
 
 def _positive_int(name: str, v: Any) -> int:
@@ -112,13 +118,14 @@ def evaluate(env: Any, theta: np.ndarray, *, sigma: float = 0.0, exploration: st
              seed: int = 0, horizon: int | None = None, gamma: float | None = None) -> dict[str, float]:
     """Deterministic performance ``J_D(θ)`` (and the stochastic objective at σ) of a linear policy.
 
-    Exact on an :class:`~pes.envs.LQR` (``J_D``, and ``J_A`` / ``J_P`` at σ); otherwise the Monte-Carlo mean of
-    ``episodes`` deterministic rollouts (σ = 0) with their own RNG (``seed``)."""
-    from pes.envs import LQR
-
-    if isinstance(env, LQR) and (horizon is None or horizon == env.horizon) and (gamma is None or gamma == env.gamma):
+    Exact on an environment with ``exact_return`` (:class:`~pes.envs.LQR`: ``J_D``, and ``J_A`` / ``J_P`` at σ;
+    :class:`~pes.clipped.ClippedRegulator`: quadrature, its ``J_A`` a common-random-number Monte Carlo) evaluated at
+    its own horizon and γ; otherwise the Monte-Carlo mean of ``episodes`` deterministic rollouts (σ = 0) with their
+    own RNG (``seed``)."""
+    if hasattr(env, "exact_return") and (horizon is None or horizon == env.horizon) and \
+            (gamma is None or gamma == env.gamma):
         out = {"J_D": float(env.exact_return(theta))}
-        if sigma > 0:
+        if sigma > 0 and getattr(env, "exact_stochastic", True):
             out["J_stochastic"] = float(env.exact_return(theta, sigma, exploration))
         return out
     g = gamma if gamma is not None else env.gamma
@@ -134,6 +141,8 @@ class PES(_PolicyGradientRun):
     ``iters_per_phase`` K_p; ``sigma0`` σ_0; ``sigma_exponent`` y; ``lr`` step (Adam by default); ``batch`` N;
     ``horizon`` T and ``gamma`` γ (default: the environment's); ``seed``; ``sigma_min`` floor; ``optimizer``
     ``"adam"|"sgd"``; ``reset_optimizer`` (fresh Adam each phase; the released code carries it over);
+    ``warm_start`` ``"last"|"best"`` (each phase starts from the last iterate, or from the previous phase's
+    best-batch iterate, and the last phase's best-batch iterate is returned, as the earlier release did);
     ``lr_schedule`` ``"constant"|"sigma2"``; ``estimator`` ``"gpomdp"|"reinforce"`` (AB); ``baseline``;
     ``theta0`` (default 0); ``eval_every`` / ``eval_episodes`` for the recorded curves.
 
@@ -145,9 +154,9 @@ class PES(_PolicyGradientRun):
     def __init__(self, env: Any, *, exploration: str = "action", phases: int = 10, iters_per_phase: int = 50,
                  sigma0: float = 1.0, sigma_exponent: float = 1.0, lr: float = 0.01, batch: int = 100,
                  horizon: int | None = None, gamma: float | None = None, seed: int = 0, sigma_min: float = 0.0,
-                 optimizer: str = "adam", reset_optimizer: bool = False, lr_schedule: str = "constant",
-                 estimator: str = "gpomdp", baseline: bool = False, theta0: Any = None, eval_every: int = 10,
-                 eval_episodes: int = 10) -> None:
+                 optimizer: str = "adam", reset_optimizer: bool = False, warm_start: str = "last",
+                 lr_schedule: str = "constant", estimator: str = "gpomdp", baseline: bool = False,
+                 theta0: Any = None, eval_every: int = 10, eval_episodes: int = 10) -> None:
         super().__init__(env, exploration=exploration, phases=phases, iters_per_phase=iters_per_phase,
                          sigma0=sigma0, sigma_exponent=sigma_exponent, lr=lr, batch=batch, horizon=horizon,
                          gamma=gamma, seed=seed, sigma_min=sigma_min, optimizer=optimizer, estimator=estimator,
@@ -155,6 +164,9 @@ class PES(_PolicyGradientRun):
         if lr_schedule not in LR_SCHEDULES:
             raise PesError(f"lr_schedule must be one of {LR_SCHEDULES}, got {lr_schedule!r}")
         self.lr_schedule = lr_schedule
+        if warm_start not in WARM_STARTS:
+            raise PesError(f"warm_start must be one of {WARM_STARTS}, got {warm_start!r}")
+        self.warm_start = warm_start
         self.reset_optimizer = bool(reset_optimizer)
         self.sigmas = schedule(self.phases, sigma0=self.sigma0, sigma_exponent=self.sigma_exponent,
                                sigma_min=self.sigma_min)
@@ -169,20 +181,39 @@ class PES(_PolicyGradientRun):
             if p > 0 and self.reset_optimizer:
                 self.opt.reset()
             scale = (sigma / self.sigma0) ** 2 if self.lr_schedule == "sigma2" else 1.0
+            best_theta, best_perf = None, -np.inf
             for _ in range(self.iters_per_phase):
                 ro = self._rollout(float(sigma))
                 g, _ = estimate(ro, self.theta, float(sigma), exploration=self.exploration, gamma=self.gamma,
                                 estimator=self.estimator, baseline=self.baseline)
+                perf = float(ro.returns(self.gamma).mean())
+                if perf >= best_perf:                      # the released update_best_theta: ties go to the later
+                    best_theta, best_perf = self.theta.copy(), perf
                 self.theta = self.opt.step(self.theta, g, scale=scale)
                 if not np.isfinite(self.theta).all():
                     raise FloatingPointError(f"theta diverged at iteration {self.iteration + 1} (lr={self.lr})")
                 self.iteration += 1
                 self.samples += self.batch * self.horizon
-                self._record(float(sigma), float(ro.returns(self.gamma).mean()))
+                self._record(float(sigma), perf)
                 if callback is not None:
                     callback(self)
+            if self.warm_start == "best" and best_theta is not None:
+                # the earlier release: the next phase starts from this phase's best-batch iterate, and after the
+                # last phase that iterate is the one returned (its ``last_param``); the phase's last record is
+                # re-evaluated at the swapped θ (same count, so every method's curve has the same sample grid)
+                self.theta = best_theta
+                if self.history:
+                    last = self.history.pop()
+                    self._record(last["sigma"], last["batch_return"], force="J_D" in last)
         self.seconds += time.perf_counter() - t0
         return self
+
+    @classmethod
+    def earlier_release(cls, env: Any, **kwargs: Any) -> PES:
+        """PES as the earlier MagicRL release ran it (before 2025-01-25): a fresh Adam at each phase, each phase
+        warm-started from the previous phase's best-batch iterate, and the last phase's best-batch iterate returned
+        (``reset_optimizer=True, warm_start="best"``)."""
+        return cls(env, **({"reset_optimizer": True, "warm_start": "best"} | kwargs))
 
 
 def fixed_sigma(env: Any, *, sigma: float, iterations: int, **kwargs: Any) -> PES:

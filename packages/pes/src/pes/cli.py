@@ -52,7 +52,7 @@ def build_learner(cfg: LearnerConfig, seed: int):
                     **common)
     phases = 1 if cfg.algorithm == "fixed" else cfg.phases
     return PES(env, phases=phases, iters_per_phase=cfg.iters_per_phase, reset_optimizer=cfg.reset_optimizer,
-               lr_schedule=cfg.lr_schedule, **common)
+               warm_start=cfg.warm_start, lr_schedule=cfg.lr_schedule, **common)
 
 
 def train_command(opts: TrainOptions) -> int:

@@ -29,7 +29,8 @@ class LearnerConfig:
     exploration: Literal["action", "parameter"] = "action"
     """action: Gaussian policy N(Ks, σ²I) with GPOMDP; parameter: hyperpolicy N(θ, σ²I) with PGPE."""
     env: str = "lqr"
-    """lqr (s = 1, a = 2 generator), lqr-scalar, or a gymnasium id such as Swimmer-v5 (needs pes[mujoco])."""
+    """lqr (s = 1, a = 2 generator), lqr-scalar, clipped (saturated actuator, bounded reward: σ moves the stochastic
+    optimum), or a gymnasium id such as Swimmer-v5 (needs pes[mujoco])."""
     phases: int = 10
     """P: number of phases (PES, SL-PG; fixed uses 1)."""
     iters_per_phase: int = 50
@@ -45,7 +46,10 @@ class LearnerConfig:
     optimizer: Literal["adam", "sgd"] = "adam"
     """adam (released code) or sgd (constant step)."""
     reset_optimizer: bool = False
-    """PES: fresh Adam state at each phase (the released code carries it over)."""
+    """PES: fresh Adam state at each phase (the released code carries it over; the earlier release reset it)."""
+    warm_start: Literal["last", "best"] = "last"
+    """PES: start each phase from the last iterate, or from the previous phase's best-batch iterate (and return the
+    last phase's best): the earlier release is `--reset-optimizer --warm-start best`."""
     lr_schedule: Literal["constant", "sigma2"] = "constant"
     """PES: constant step, or the theory's ζ_p = lr (σ_p/σ_0)²."""
     parameterization: Literal["exp", "hyper", "sigmoid"] = "exp"
@@ -128,8 +132,19 @@ class Config:
     """σ values of the variance experiment (AB and PB)."""
     timing_iters: int = 100
     """Iterations per timing measurement (per method and seed)."""
+    clipped: bool = True
+    """Run the comparison on the bounded-reward saturated regulator (pes.clipped), where σ moves the optimum."""
+    clipped_methods: tuple[str, ...] = ("fixed σ=1", "fixed σ=0.1", "PES", "PES earlier release", "SL-PG exp")
+    """Methods compared on the saturated regulator (names of pes.reproduce.common.method_specs)."""
+    gate_window: int = 5
+    """Competence gates: a J_D curve has plateaued when its best moved by at most the seed noise over this many
+    last evaluations (eval_every iterations apart)."""
     swimmer: bool = True
-    """Run the Swimmer-v5 demo (one seed per method)."""
+    """Run Swimmer-v5 (every method, swimmer_seeds seeds; untested claims when MuJoCo is missing)."""
+    swimmer_env: str = "Swimmer-v5"
+    """The gymnasium task of the Swimmer experiment (the paper's)."""
+    swimmer_seeds: int = 5
+    """Seeds per method on Swimmer."""
     swimmer_iterations: int = 30
     """Swimmer iterations per method."""
     swimmer_batch: int = 10
@@ -139,7 +154,8 @@ class Config:
 
     def __post_init__(self) -> None:
         check_positive(self, "seeds", "val_seeds", "horizon", "batch", "iterations", "phases", "eval_every",
-                       "var_samples", "timing_iters", "swimmer_iterations", "swimmer_batch", "swimmer_horizon")
+                       "var_samples", "timing_iters", "swimmer_iterations", "swimmer_batch", "swimmer_horizon",
+                       "swimmer_seeds", "gate_window")
         check_positive(self, "sigma_lr", integer=False)
         check_non_negative(self, "extend")
         _check_gamma(self.gamma)
@@ -166,8 +182,8 @@ def cpu() -> Config:
 
 BUDGETS = Budgets(
     smoke=replace(cpu(), seeds=1, val_seeds=1, batch=10, iterations=20, phases=2, lr_grid=(0.03,),
-                  extend=0, var_horizons=(5, 10), var_samples=50, timing_iters=5, gap_sigmas=(0.05, 0.1),
-                  swimmer=True, swimmer_iterations=2, swimmer_batch=2, swimmer_horizon=20, eval_every=5),
+                  extend=0, swimmer_seeds=1, var_horizons=(5, 10), var_samples=50, timing_iters=5,
+                  gap_sigmas=(0.05, 0.1), swimmer=True, swimmer_iterations=2, swimmer_batch=2, swimmer_horizon=20, eval_every=5),
     quick=replace(cpu(), seeds=3, val_seeds=1, batch=50, iterations=300, lr_grid=(0.01, 0.03, 0.1), extend=0,
                   var_samples=500, timing_iters=30, swimmer=False),
     # 15 test seeds (not 5): the PES-vs-baseline gaps differ by less than their seed-to-seed spread at 5 seeds

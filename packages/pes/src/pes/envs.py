@@ -438,8 +438,13 @@ def make_gym_env(env_id: str, **kwargs: Any):
         raise PesError(f"unknown environment {env_id!r}: {exc}") from exc
 
 
-def make_env(name: str, *, horizon: int | None = None, gamma: float | None = None) -> LQR | GymTask:
-    """``"lqr"`` (the official s = 1, a = 2 generator), ``"lqr-scalar"``, or a gymnasium id (e.g. Swimmer-v5)."""
+def make_env(name: str, *, horizon: int | None = None, gamma: float | None = None) -> Any:
+    """``"lqr"`` (the official s = 1, a = 2 generator), ``"lqr-scalar"``, ``"clipped"`` (the bounded-reward
+    saturated regulator, :class:`pes.clipped.ClippedRegulator`), or a gymnasium id (e.g. Swimmer-v5)."""
+    if name == "clipped":
+        from pes.clipped import ClippedRegulator
+
+        return ClippedRegulator(horizon=horizon or 20, gamma=0.99 if gamma is None else gamma)
     if name == "lqr":
         return LQR.official(horizon=horizon or 20, gamma=0.99 if gamma is None else gamma)
     if name == "lqr-scalar":
