@@ -21,14 +21,12 @@ pytestmark = pytest.mark.gpu
 
 DEVICE = os.environ.get("ICML25_SMOKE_DEVICE", "cuda")
 
-# CPU/NumPy methods and packages whose training command has no --device yet: skipped with the reason.
+# CPU/NumPy methods (their training command has no --device): skipped with the reason.
 NO_DEVICE = {
     "k2ie": "a NumPy method: `k2ie fit` runs on the CPU (no --device)",
     "pes": "a NumPy method: `pes train` runs on the CPU (no --device)",
     "private-robust-align": "a NumPy method: `private-robust-align fit` runs on the CPU (no --device)",
     "richardson-tc": "a NumPy method: `richardson-tc complete` runs on the CPU (no --device)",
-    "earl-bo": "`earl-bo optimize` has no --device yet (issue #53: left to the package's owner)",
-    "safediffcon": "`safediffcon pretrain` has no --device yet (issue #53: left to the package's owner)",
 }
 
 
@@ -272,11 +270,32 @@ def smoke_attn_consensus(device):
     return float(curve.gap[-1]), model
 
 
+def smoke_safediffcon(device):
+    from safediffcon.data import make_split
+    from safediffcon.method import SafeDiffCon
+
+    train = make_split(16, 16, nu=0.01, dt=2e-3, amp=1.0, seed=0, device=device)
+    model = SafeDiffCon(nx=16, dt=2e-3, dim=4, mults=(1, 2), timesteps=20, ddim_steps=3, device=device)
+    losses = model.pretrain(train, steps=1, batch_size=8)
+    return losses[-1], model.net
+
+
+def smoke_earl_bo(device):
+    from earl_bo.earl import EARLBO
+
+    agent = EARLBO(np.array([[0.0, 0.0], [1.0, 1.0]]), horizon=2, episodes=4, off_policy_episodes=2, update_every=2,
+                   width=16, heads=2, pretrain_tasks=0, turbo_candidates=64, seed=0, device=str(device))
+    X = np.random.default_rng(0).uniform(size=(6, 2))
+    agent.suggest(X, np.sin(3 * X).sum(1))  # one real iteration: 2 updates (AWR + PPO) on the device
+    return agent.logs[-1].loss[-1], agent.agent
+
+
 SMOKES = {
     "relgnn": smoke_relgnn, "habi": smoke_habi, "habi-planner": smoke_habi_planner, "focoop": smoke_focoop,
     "kea": smoke_kea, "lift": smoke_lift, "pipa": smoke_pipa, "string-pe": smoke_string_pe, "suica": smoke_suica,
     "lcia": smoke_lcia, "select-augment": smoke_select_augment, "sggm": smoke_sggm, "sold": smoke_sold,
-    "attn-consensus": smoke_attn_consensus,
+    "attn-consensus": smoke_attn_consensus, "safediffcon": smoke_safediffcon,
+    "earl-bo": smoke_earl_bo,
 }
 
 

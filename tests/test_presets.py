@@ -59,11 +59,7 @@ def test_cpu_preset_is_the_default_and_paper_differs(name):
 def test_torch_training_commands_take_a_device():
     """Every training command of a torch package offers --device (the NumPy methods say they run on the CPU)."""
     numpy_methods = {"k2ie", "pes", "private-robust-align", "richardson-tc"}
-    # torch methods whose models have no device handling yet (tests/test_gpu_smoke.py NO_DEVICE says so)
-    no_device_yet = {"earl-bo", "safediffcon"}
     for name in TRAINING:
-        if name in no_device_yet:
-            continue
         fields = {f.name for f in dataclasses.fields(_options(name))}
         assert ("device" in fields) == (name.split(":")[0] not in numpy_methods), name
 
