@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from icml25.claims import Claim
@@ -13,7 +12,6 @@ from icml25.experiment import Section
 
 from pes.config import Config
 from pes.reproduce.common import (
-    ABLATIONS,
     EARLIER,
     EXPLORATIONS,
     EXPLORATIONS_INV,
@@ -25,25 +23,11 @@ from pes.reproduce.common import (
     VAL_SEED_OFFSET,
     _fmt,
     _label,
+    ablation_rows,
     final_sigma,
     lqr_env,
     method_specs,
 )
-
-
-def ablation_rows(gaps: dict[str, list[float]], sel: dict[str, Any], pes: str) -> list[list[Any]]:
-    """One row per PES variant: chosen lr, gap, paired difference to ``pes`` and a two-sided paired t-test p."""
-    from scipy import stats
-
-    xs = pes.rsplit("(", 1)[1].rstrip(")")
-    base = np.asarray(gaps[pes])
-    rows: list[list[Any]] = [[pes + " (released: state carried)", sel[pes].params["lr"], _fmt(base), "—", "—"]]
-    for name in ABLATIONS:
-        lab = f"{name} ({xs})"
-        d = np.asarray(gaps[lab]) - base
-        p = float(stats.ttest_rel(gaps[lab], base).pvalue) if d.size >= 3 and np.ptp(d) > 0 else float("nan")
-        rows.append([lab, sel[lab].params["lr"], _fmt(gaps[lab]), _fmt(d), p])
-    return rows
 
 
 def _rates(sec: Section, xs: str, curves: dict[str, list[np.ndarray]], samples: np.ndarray, j_star: float) -> None:
