@@ -107,6 +107,34 @@ def test_learners_on_the_task_record_the_exact_jd_and_fixed_sigma_one_keeps_its_
     assert not any("J_stochastic" in h for h in pes.history)
 
 
+def test_own_objective_curve_is_j_dagger_at_the_recorded_iterates_and_catches_a_baseline_stopped_midway(env):
+    """The gate and tuning watch the objective each method optimises: for a fixed σ, J_†(θ_k, σ) at the recorded
+    iterates with ceiling J_†(θ*_σ, σ); for PES, J_D with ceiling J*. A fixed σ = 1 run with a tiny step, stopped on
+    its way to θ*_σ, has a good J_D (it passes near θ*) but has not plateaued on J_A; the same run with a step that
+    converges has (negative control)."""
+    from icml25.train import plateau_check
+    from pes.reproduce.clipped import _curves, own_objective_curve
+
+    def runs(lr: float, n: int = 3):
+        return [fixed_sigma(env, exploration="action", sigma=1.0, iterations=500, lr=lr, batch=100,
+                            seed=10_000 + i).learn() for i in range(n)]
+
+    slow, fast = runs(0.00333), runs(0.1)
+    smp, vals, ceil = own_objective_curve(env, "fixed σ=1", slow[0], "action")
+    thetas = [h["theta"] for h in slow[0].history if "theta" in h]
+    assert len(vals) == len(thetas) == len(smp) and vals[-1] == env.exact_return(np.asarray(thetas[-1]), 1.0, "action")
+    assert ceil == pytest.approx(env.exact_return(env.optimal_theta(1.0, "action"), 1.0, "action"))
+    assert np.allclose(thetas[-1], slow[0].theta)
+    j_star = env.optimal_return()
+    assert np.mean([j_star - env.exact_return(ln.theta) for ln in slow]) < 0.05      # near θ* in passing
+    assert np.mean([j_star - env.exact_return(ln.theta) for ln in fast]) > 1.0       # converged to θ*_σ: the gap
+    check = {lr: plateau_check(_curves([own_objective_curve(env, "fixed σ=1", ln, "action") for ln in r], 5),
+                               window=5).plateaued for lr, r in (("slow", slow), ("fast", fast))}
+    assert check == {"slow": False, "fast": True}
+    _, jd_pes, c_pes = own_objective_curve(env, "PES", slow[0], "action")
+    assert c_pes == env.optimal_return() and np.array_equal(jd_pes, slow[0].curve("J_D")[1])
+
+
 # ---------------------------------------------------------------- the earlier release: reset + best warm start
 @pytest.mark.parametrize("exploration", ["action", "parameter"])
 def test_earlier_release_equals_an_independent_loop_with_fresh_adam_and_best_batch_warm_start(exploration):

@@ -103,13 +103,15 @@ class _PolicyGradientRun:
         rec: dict[str, Any] = {"iteration": k, "samples": self.samples, "sigma": float(sigma),
                                "batch_return": float(batch_return)}
         if force or k % self.eval_every == 0 or k == self.iterations:
+            rec["theta"] = self.theta.tolist()
             rec.update(evaluate(self.env, self.theta, sigma=sigma, exploration=self.exploration,
                                 episodes=self.eval_episodes, seed=10_000_019 + self.seed + k,
                                 horizon=self.horizon, gamma=self.gamma))
         self.history.append(rec)
 
     def curve(self, key: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(samples, values)`` of a recorded key (e.g. ``"J_D"``, ``"J_stochastic"``, ``"sigma"``)."""
+        """``(samples, values)`` of a recorded key (e.g. ``"J_D"``, ``"J_stochastic"``, ``"sigma"``; ``"theta"``, the
+        iterate at each evaluation, gives values of shape ``[n, d_Θ]``)."""
         rows = [h for h in self.history if key in h]
         return np.array([h["samples"] for h in rows], dtype=float), np.array([h[key] for h in rows], dtype=float)
 
@@ -148,7 +150,7 @@ class PES(_PolicyGradientRun):
 
     Attributes after :meth:`learn`: ``theta [d_Θ]`` (the last iterate), ``history`` (one dict per iteration:
     ``samples`` = iterations × batch × horizon so far, ``sigma``, ``batch_return`` (the stochastic batch mean), and
-    every ``eval_every`` iterations ``J_D`` and ``J_stochastic``), ``sigmas [P]``.
+    every ``eval_every`` iterations ``theta`` (the iterate), ``J_D`` and ``J_stochastic``), ``sigmas [P]``.
     """
 
     def __init__(self, env: Any, *, exploration: str = "action", phases: int = 10, iters_per_phase: int = 50,
