@@ -659,3 +659,32 @@ def test_out_of_vocabulary_folder_classes_fail_before_any_model_is_built(tmp_pat
     assert not (tmp_path / "run").exists()
     data.check_vocabulary(None, ["circle", "square"], ("a photo of a {}",))  # known words pass
     data.check_vocabulary("user.safetensors", ["zebra"], ("a photo of a {}",))  # a user's open_clip reads any text
+
+
+def test_competence_gate_plateau_rule_is_the_validation_error_and_the_same_for_every_method():
+    """The gate's plateau rule (reproduce.common.validation_curve): a last-window gain below the binomial standard
+    error of the validation accuracy is not "still learning"; a gain of several errors is (negative control), as is
+    the same small gain when no validation size is known (min_delta 0); a curve that reaches accuracy 1 inside the
+    window has nothing left to gain. Applied through _gates, the verdicts follow for any method name alike."""
+    from icml25.experiment import Section
+    from icml25.train import plateau_check
+    from select_augment.reproduce.common import _gates, validation_curve
+
+    flat = [(e, 0.95) for e in range(18, 33)]
+
+    def tail(gain, top=0.95):
+        return flat + [(33, top), (34, top + gain), (35, top + gain), (36, top + gain)]
+
+    small = [validation_curve(tail(0.005), 400) for _ in range(3)]  # 2 of 400 images; SE at 0.955 is ~0.0104
+    assert small[0].min_delta == pytest.approx(np.sqrt(0.955 * 0.045 / 400))
+    assert plateau_check(small).plateaued
+    assert not plateau_check([validation_curve(tail(0.005), 0) for _ in range(3)]).plateaued  # min_delta 0
+    assert not plateau_check([validation_curve(tail(0.04), 400) for _ in range(3)]).plateaued  # ~4 SE: learning
+    assert plateau_check([validation_curve(tail(0.0025, top=0.9975), 400) for _ in range(3)]).plateaued  # ceiling
+    res = {m: [{"acc": 0.95, "curve": tail(g), "n_val": 400} for _ in range(3)]
+           for m, g in (("ours", 0.04), ("random +gate", 0.005), ("infobatch +gate", 0.04), ("egreedy +gate", 0.005))}
+    sec = Section("t")
+    names = _gates(sec, "Toy", "clean", res, 8)
+    verdicts = {m: next(c.verdict for c in sec.claims if c.claim == names[m]) for m in res}
+    assert verdicts == {"ours": "fails", "random +gate": "holds", "infobatch +gate": "fails",
+                        "egreedy +gate": "holds"}

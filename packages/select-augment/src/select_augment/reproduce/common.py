@@ -155,8 +155,10 @@ def run_method(name: str, cfg: Config, regime: str, seed: int, params: dict[str,
                           flip=not digit, batched=A.batched)
     curve: list[tuple[int, float]] = []
     callback = None
+    n_val = 0
     if eval_split == "test":
         val = _split(cfg, regime, "val", seed)
+        n_val = len(val.labels)
 
         def callback(rec, model):
             if rec["epoch"] >= T // 2:
@@ -170,7 +172,7 @@ def run_method(name: str, cfg: Config, regime: str, seed: int, params: dict[str,
     return {"acc": accuracy(res.model, ev.images, ev.labels), "cost": res.cost.fraction,
             "seconds": res.seconds, "selector_seconds": res.selector_seconds,
             "score_seconds": score_s if (base.startswith("ours") or gated) else 0.0, "epochs": T, "n": N,
-            "pool": n, "curve": curve}
+            "pool": n, "curve": curve, "n_val": n_val}
 
 
 def _calibrate_infobatch(cfg: Config, regime: str, name: str = "infobatch") -> tuple[float, list[list[Any]]]:
@@ -294,23 +296,40 @@ STATED_FULL = {"clean": 0.95, "noisy": 0.85, "digits": 0.93, "digits-noisy": 0.8
 under what the previous full runs measured (98.9% clean shapes, 91.1% noisy, 95.7% digits)."""
 
 
+PATIENCE = 3
+"""Plateau window of the competence gates: the last 3 validation evaluations (epochs)."""
+
+
+def validation_curve(points: list[tuple[int, float]], n_val: int):
+    """A run's validation accuracies ``[(epoch, acc)]`` as a :class:`icml25.train.Curve` for the plateau check, the
+    same rule for every method: ``patience`` = :data:`PATIENCE` epochs, ``ceiling`` 1 (an accuracy cannot rise above
+    it), and ``min_delta`` = the binomial standard error ``sqrt(b (1 - b) / n_val)`` of a validation accuracy at the
+    curve's best ``b``: a last-window gain smaller than the validation set's own sampling error (at 99 % on 400
+    images, 0.5 pt, two images) is not evidence that the model was still learning. ``n_val`` 0: ``min_delta`` 0."""
+    import math
+
+    from icml25.train import Curve
+
+    steps, values = [e for e, _ in points], [float(v) for _, v in points]
+    best = max(values) if values else 0.0
+    se = math.sqrt(max(best * (1.0 - best), 0.0) / n_val) if n_val > 0 else 0.0
+    return Curve(steps=steps, values=values, patience=PATIENCE, min_delta=se, ceiling=1.0)
+
+
 def gate_name(label: str, m: str) -> str:
     return f"{label}: {m} has learned the task (validation plateaued, test accuracy above chance)"
 
 
 def _gates(sec: Section, label: str, regime: str, res: dict, num_classes: int) -> dict[str, str]:
-    """One competence gate per method: every seed's validation curve (epochs T/2 .. T) plateaued and the test
-    accuracy beats chance 1/C; full data must also reach the stated accuracy ``STATED_FULL``. Returns method ->
-    gate claim text."""
-    from icml25.train import Curve
-
+    """One competence gate per method: every seed's validation curve (epochs T/2 .. T) plateaued
+    (:func:`validation_curve`, the same rule for every method) and the test accuracy beats chance 1/C; full data
+    must also reach the stated accuracy ``STATED_FULL``. Returns method -> gate claim text."""
     names = {}
     for m, runs in res.items():
         controls: dict[str, Any] = {f"chance 1/{num_classes}": 1.0 / num_classes}
         if m == "full":
             controls[f"stated accuracy {STATED_FULL[regime]:.0%}"] = STATED_FULL[regime]
-        curves = [Curve(steps=[e for e, _ in r["curve"]], values=[v for _, v in r["curve"]], patience=3)
-                  for r in runs if len(r["curve"]) >= 2]
+        curves = [validation_curve(r["curve"], r.get("n_val", 0)) for r in runs if len(r["curve"]) >= 2]
         c = sec.add(Claim.gate(claim=gate_name(label, m), metric="test accuracy", ours=_vals(res, m),
                                controls=controls, curves=curves or None))
         names[m] = c.claim
