@@ -315,7 +315,8 @@ def test_forgetting_and_bwt_on_a_hand_made_matrix():
                                           ("alpha_grid", (0.01, 1.0)), ("fixed_lr_grid", (0.0,)),
                                           ("tune_tasks", -1), ("tune_extend", -1), ("tune_extend", 1.5),
                                           ("warmup", 1.0), ("schedule", "linear"), ("gate_share", 0.0),
-                                          ("tune_on", ("bogus",)), ("tune_seeds", 0), ("gate_steps", 0)])
+                                          ("tune_on", ("bogus",)), ("tune_seeds", 0), ("gate_steps", 0),
+                                          ("gate_loss_delta", 1.0), ("gate_loss_delta", -0.1)])
 def test_bad_config_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         Config(**{field: value})
@@ -440,6 +441,11 @@ def test_reproduce_tasks_and_budgets():
     full = BUDGETS.full
     assert full.tune_seeds >= 2 and full.seeds >= 5 and full.schedule == "cosine"  # the issue's protocol
     assert set(full.tune_on) <= set(full.tasks)
+    for b in (full, LARGER_BUDGETS.full):  # the gate's long run is never shorter than the stream's budget
+        assert b.gate_steps >= b.steps and b.tune_seeds >= 2
+    # larger: every row on the same lr grid of 3 points (an interior optimum is possible), the fixed EMA at 0.99
+    lg = LARGER_BUDGETS.full
+    assert len(lg.lr_grid) == 3 and not lg.fixed_lr_grid and not lg.alpha_grid and lg.fixed_alpha == 0.01
     with pytest.raises(LciaError, match="task must be one of"):
         reproduce(quick=False, smoke=True, out=Path("unused"), seed=0, task="bogus")
 
@@ -509,3 +515,81 @@ def test_oracle_stage_is_lcias_expand_stage_and_runs_every_stage_at_another_lr()
     decisions = designed_truth(cfg.tasks)[1]
     assert oracle_tasks(cfg, cfg, decisions) == [2]
     assert oracle_tasks(cfg, dc_replace(cfg, lr=cfg.lr * 2), decisions) == [0, 1, 2]
+
+
+# ------------------------------------------------------------------------------- competence gate: the long run
+
+
+def _scripted_long_run(accs, losses, **kw):
+    """:func:`lcia.continual.train_until_learned` on scripted validation values (one per evaluation, every 20
+    steps); returns the curve, the losses and how many steps were trained."""
+    from lcia.continual import train_until_learned
+
+    done = []
+    k = {"i": -1}
+
+    def ev():
+        k["i"] += 1
+        return accs[k["i"]]
+
+    curve, ls = train_until_learned(done.append, ev, lambda: losses[k["i"]], max_steps=20 * len(accs),
+                                    eval_every=20, **kw)
+    return curve, ls, len(done)
+
+
+def test_long_run_flat_in_accuracy_but_falling_in_loss_waits_for_the_late_jump():
+    # the wider model's reverse: exact match 0 for 160 steps while the loss falls 5 % per evaluation, then 1.0
+    accs = [0.0] * 8 + [1.0] * 10
+    losses = [2.0 * 0.95 ** i for i in range(18)]
+    curve, ls, steps = _scripted_long_run(accs, losses, patience=4, min_delta=0.02, loss_delta=0.02)
+    assert curve.best == 1.0 and curve.stopped_by == "plateau"
+    # at the ceiling the loss no longer counts: stopped 4 evaluations after the jump (step 180), not at the budget
+    assert steps == 20 * (9 + 4) and curve.steps[-1] == steps and ls == losses[:13]
+    # negative control: the same accuracies with a flat loss stop after 4 flat evaluations, before the jump (the
+    # exact-match plateau rule the gate used before)
+    curve, _, steps = _scripted_long_run(accs, [2.0] * 18, patience=4, min_delta=0.02, loss_delta=0.02)
+    assert steps == 20 * 5 and curve.best == 0.0 and curve.stopped_by == "plateau"
+    # a loss falling by less than loss_delta per evaluation still counts once the fall adds up to loss_delta
+    slow = [2.0 * 0.99 ** i for i in range(18)]
+    curve, _, steps = _scripted_long_run(accs, slow, patience=4, min_delta=0.02, loss_delta=0.02)
+    assert curve.best == 1.0
+    curve, _, steps = _scripted_long_run(accs, slow, patience=4, min_delta=0.02, loss_delta=0.05)  # control
+    assert steps == 20 * 5 and curve.best == 0.0
+
+
+def test_long_run_never_stops_before_min_steps_and_ignores_the_loss_at_the_ceiling():
+    flat = [0.0] * 18
+    _, _, steps = _scripted_long_run(flat, [1.0] * 18, patience=4, min_steps=200)
+    assert steps == 200  # flat everywhere: the earliest stop allowed (would be 100 without min_steps)
+    _, _, steps = _scripted_long_run(flat, [1.0] * 18, patience=4, min_steps=0)
+    assert steps == 100
+    # accuracy at its ceiling from the start: the falling loss does not keep the run going
+    curve, _, steps = _scripted_long_run([1.0] * 18, [0.5 * 0.9 ** i for i in range(18)], patience=4)
+    assert steps == 100 and curve.stopped_by == "plateau"
+    # budget: still progressing at the end
+    curve, _, steps = _scripted_long_run([0.0] * 6, [1.0 * 0.9 ** i for i in range(6)], patience=4)
+    assert steps == 120 and curve.stopped_by == "budget" and curve.ceiling == 1.0
+    with pytest.raises(LciaError, match="diverged"):
+        _scripted_long_run([0.0, float("nan")], [1.0, 1.0])
+
+
+def test_validation_loss_is_the_answer_token_cross_entropy():
+    from icml25.testbeds.lm import build_tiny_lm, build_tokenizer
+    from lcia.continual import validation_loss
+    from lcia.data import make_task
+
+    tok = build_tokenizer()
+    model = build_tiny_lm(tok, hidden_size=16, num_layers=1, num_heads=2, seed=0)
+    exs = make_task("reverse", 8, seed=0, n_eval=4).val
+    v = validation_loss(model, tok, exs)
+    # by hand: log-softmax at the answer positions only (prompt and padding masked)
+    from icml25.testbeds.lm import encode_examples
+
+    d = encode_examples(tok, exs)
+    with torch.no_grad():
+        logits = model(input_ids=d["input_ids"], attention_mask=d["attention_mask"]).logits[:, :-1]
+    lab = d["labels"][:, 1:]
+    mask = lab != -100
+    lp = torch.log_softmax(logits.float(), -1).gather(-1, lab.clamp(min=0)[..., None])[..., 0]
+    assert v == pytest.approx(float(-(lp[mask]).mean()), rel=1e-5)
+    assert validation_loss(model, tok, exs[:2]) != pytest.approx(v)  # control: other examples, another value

@@ -80,16 +80,20 @@ def oracle_final(lcia: dict, oracle: dict, n_tasks: int) -> list[float]:
 
 
 def long_job(item: tuple[str, int]) -> dict:
-    """Task ``name`` learned alone for up to ``gate_steps`` steps (constant lr), seed ``s``: the validation curve."""
+    """Task ``name`` learned alone for up to ``gate_steps`` steps (constant lr), seed ``s``: the validation accuracy
+    curve and the validation losses. It never stops before the stream's ``steps`` (a reference for "what unlimited
+    training reaches" that trains less than the budget it judges would judge nothing) and, below accuracy 1, not
+    while the validation loss still falls (:func:`lcia.continual.train_until_learned`)."""
     from lcia.continual import learn_alone_curve
 
     name, s = item
     cfg, base, tok = JOB["stream_cfg"], JOB["base"], JOB["tok"]
     task = default_stream(cfg.n_train, seed=s, n_eval=cfg.n_eval, tasks=[name])[0]
     t0 = time.perf_counter()
-    curve = learn_alone_curve(base, tok, task, JOB["cfgs"]["oracle"], seed=s, max_steps=cfg.gate_steps,
-                              eval_every=cfg.gate_every)
-    return {"curve": curve.to_dict(), "seconds": time.perf_counter() - t0}
+    curve, losses = learn_alone_curve(base, tok, task, JOB["cfgs"]["oracle"], seed=s, max_steps=cfg.gate_steps,
+                                      eval_every=cfg.gate_every, loss_delta=cfg.gate_loss_delta,
+                                      min_steps=min(cfg.steps, cfg.gate_steps))
+    return {"curve": curve.to_dict(), "val_loss": losses, "seconds": time.perf_counter() - t0}
 
 
 def majority_accuracy(train_answers: list[str], test_answers: list[str]) -> float:

@@ -98,6 +98,7 @@ def _continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
     alone = {s: oracle_final(results[(s, "lcia")], results[(s, "oracle")], T) for s in seeds}
     just = {t: [alone[s][j] for s in seeds] for j, t in enumerate(tnames)}
     curves = {t: [longs[(t, seeds[0] + 500 + k)]["curve"] for k in range(cfg.gate_seeds)] for t in tnames}
+    vloss = {t: [longs[(t, seeds[0] + 500 + k)]["val_loss"] for k in range(cfg.gate_seeds)] for t in tnames}
     grows = []
     for t in tnames:
         best = float(np.mean([max(c["values"]) for c in curves[t]]))
@@ -112,17 +113,24 @@ def _continual_stream(cfg: Config, seeds: list[int], out: Path) -> Section:
                                     "majority answer": maj},
             curves=[Curve.from_dict(c) for c in curves[t]],
             note=f"just-learned: the one-adapter-per-task reference (a fresh adapter, {cfg.steps} steps, cosine, its "
-                 f"tuned lr {cfgs['oracle'].lr:g}); long run: up to {cfg.gate_steps} steps at constant lr "
-                 f"{cfgs['oracle'].lr:g}, validation every {cfg.gate_every}, {cfg.gate_seeds} seed(s)")
+                 f"tuned lr {cfgs['oracle'].lr:g}); long run: {min(cfg.steps, cfg.gate_steps)} to {cfg.gate_steps} "
+                 f"steps at constant lr {cfgs['oracle'].lr:g}, validation every {cfg.gate_every}, stopped after 4 "
+                 f"evaluations without progress in exact match (+0.02) nor, below 1, in validation loss "
+                 f"(-{cfg.gate_loss_delta:.0%} of its best), {cfg.gate_seeds} seed(s)")
         sec.add(c)
         gates.append(name)
+        first_jump = [next((st for st, v in zip(cc["steps"], cc["values"]) if v >= cfg.gate_share * max(cc["values"])
+                            and max(cc["values"]) > 0), None) for cc in curves[t]]
         grows.append([t, f"{best:.3f}", ", ".join(f"{cc['stopped_by']} at {cc['steps'][-1]}" for cc in curves[t]),
+                      ", ".join("-" if f is None else str(f) for f in first_jump),
+                      ", ".join(f"{ls[0]:.3f} -> {ls[-1]:.3f}" for ls in vloss[t]),
                       f"{cfg.gate_share * best:.3f}", f"{np.mean(just[t]):.3f} ± {np.std(just[t]):.3f}",
                       f"{np.mean(maj):.3f}", c.verdict])
-    sec.table(f"Competence gates: each task learned alone (long run: best validation accuracy and where it stopped; "
-              f"just-learned: a fresh adapter after the stream's {cfg.steps} steps, test split, {n} seeds)",
-              ["task", "long-run best", "long run stopped", "gate level", "just-learned", "majority answer",
-               "gate"], grows)
+    sec.table(f"Competence gates: each task learned alone (long run: best validation accuracy, where it stopped, the "
+              f"first step at {cfg.gate_share:g} of its best, validation loss first -> last evaluation; just-learned: "
+              f"a fresh adapter after the stream's {cfg.steps} steps, test split, {n} seeds)",
+              ["task", "long-run best", "long run stopped", f"long run reached {cfg.gate_share:g} x best at",
+               "long-run val loss", "gate level", "just-learned", "majority answer", "gate"], grows)
     try:
         from lcia.reproduce.figures import curves_png
 
