@@ -41,6 +41,9 @@ class Budget:
     val_rows: int = 96
     extend: int = 0
     synthetic_samples: bool = False
+    tune_step_levels: bool = False
+    """Tune the step-level methods on their own grids (alike) instead of reusing their answer-level counterpart's
+    choice."""
 
 
 @dataclass(frozen=True)
@@ -87,9 +90,15 @@ def _geom(lo: float, hi: float, n: int) -> tuple[float, ...]:
 # previous run's choices (batch 32, 2 cores): the unpaired methods plateau after 72-192 steps (5-13 epochs: KTO 192,
 # PIPA-M 144, PIPA-N 72; Step-KTO 114, PIPA-M/N (step) 114/78); the old 48-step cap stopped them at 1.5-3.2 epochs
 # while still improving. Tuning + 5 seeds x 13 methods fit in ~15-25 minutes alone.
+# Grids (4 points each, tune_alike): the run at 00ac22c (baselines lr {3e-5, 1e-4} x beta {0.1, 1}, one extension)
+# had DPO/IPO/KTO choose lr 9e-6 at the lower edge even after the extension and IPO/KTO beta 10 at the upper edge,
+# while every PIPA choice was interior (1e-5 beat its extension 4.64e-6; 1e-4 beat 2.15e-4). The baselines' grid is
+# shifted to bracket those choices at the same size (lr {3e-6, 1e-5} x beta {1, 10}; beta 0.1 and lr 3.3e-5 come
+# back as extensions where a choice sits at the edge), and every method (PIPA alike) may extend twice.
 FULL = Budget(prior_steps=200, n_prompts=120, k=4, batch_size=32, eval_prompts=200, val_prompts=80, auc_prompts=60,
-              seeds=5, baseline_lrs=(3e-5, 1e-4), betas=(0.1, 1.0), pipa_lrs=_geom(1e-5, 1e-4, 4), max_epochs=16.0,
-              max_steps=None, evals_per_epoch=2, patience=3, val_rows=64, extend=1)
+              seeds=5, baseline_lrs=(3e-6, 1e-5), betas=(1.0, 10.0), pipa_lrs=_geom(1e-5, 1e-4, 4), max_epochs=16.0,
+              max_steps=None, evals_per_epoch=2, patience=3, val_rows=128, extend=2,
+              tune_step_levels=True)
 
 
 BUDGETS: Budgets[Budget] = Budgets(

@@ -18,8 +18,9 @@ Every method trains over **all** of its rows, at least one epoch, until its own 
 rows (:mod:`pipa.plateau`; best validation checkpoint kept); its gate says it then beats the prior p⁰ on that
 objective on test rows. Tuned alike (:func:`icml25.tuning.tune_alike`, one grid size for all): each trl baseline on
 ``lr × β``, each PIPA variant on an ``lr`` list of as many points; chosen by greedy accuracy on *validation* prompts
-with the first seed's data; tuned in the two answer-level settings, the step-level methods reuse the choice of
-their answer-level counterpart. Then the chosen settings run on every seed, scored on the disjoint *test* prompts.
+with the first seed's data; in the full run every setting is tuned, the step-level ones included
+(``Budget.tune_step_levels``; without it the step-level methods reuse their answer-level counterpart's choice).
+Then the chosen settings run on every seed, scored on the disjoint *test* prompts.
 
 Sections (one module each): :mod:`~pipa.reproduce.accuracy` (gates, accuracy), :mod:`~pipa.reproduce.value_heads`
 (AUC of g and of the posterior vs DPO's implicit reward), :mod:`~pipa.reproduce.cost` (time per step); all read

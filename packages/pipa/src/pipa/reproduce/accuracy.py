@@ -16,10 +16,10 @@ from pipa.reproduce.common import (
     OBJECTIVE,
     PAPER,
     PIPA_RUNS,
-    REUSE,
     SETTINGS,
     gate_name,
     kind_of,
+    reuse,
     shared_run,
     short,
     snote,
@@ -106,6 +106,7 @@ def accuracy(b: Budget, seeds: list[int], out: Path) -> Section:
     """PIPA-M/N vs the tuned baselines in the four settings, and vs the prior they start from."""
     res = shared_run(b, seeds, out)
     R, sel, prior = res["results"], res["selections"], res["prior_accuracy"]
+    reused = reuse(b)
     sec = Section("accuracy")
     acc = lambda m: R[m]["accuracy"]  # noqa: E731
     for ours, base, setting in PAIRS:
@@ -113,16 +114,16 @@ def accuracy(b: Budget, seeds: list[int], out: Path) -> Section:
             claim=f"{ours} beats tuned {base} ({setting})", metric="held-out greedy accuracy (test prompts)",
             ours=acc(ours), baseline=acc(base), baseline_name=base, paper=PAPER, kind="paper", paired=True,
             gates=[gate_name(ours), gate_name(base)],
-            note=f"{snote(sel, ours)}; {snote(sel, base)}; same seeds and data (paired t-test)"))
+            note=f"{snote(sel, ours, reused)}; {snote(sel, base, reused)}; same seeds and data (paired t-test)"))
     for name in PIPA_RUNS:
         sec.add(Claim.threshold(
             claim=f"{name} improves on the prior p⁰ it starts from", metric="held-out greedy accuracy (test prompts)",
             ours=acc(name), threshold=prior, kind="paper", gates=[gate_name(name)],
             paper="alignment improves the SFT model (GSM8K/MATH)",
             note=f"threshold = p⁰'s accuracy on the same test prompts (p⁰ is deterministic for its seed); "
-                 f"{snote(sel, name)}"))
+                 f"{snote(sel, name, reused)}"))
     cols, rows = selections_table(sel)
-    rows = [[f"{r[0]} (reuses {REUSE[r[0]]})" if r[0] in REUSE else r[0], *r[1:]] for r in rows]
+    rows = [[f"{r[0]} (reuses {reused[r[0]]})" if r[0] in reused else r[0], *r[1:]] for r in rows]
     sec.table("hyper-parameters chosen on the validation prompts", cols, rows)
     rows = [["prior p⁰ (no alignment)", "—", "—", round(prior, 4), 0.0, None, None, None, None, None]]
     for name, setting, _kind in METHODS:
@@ -147,8 +148,9 @@ def accuracy(b: Budget, seeds: list[int], out: Path) -> Section:
         f"tuning: every method on a grid of {sel['DPO'].grid_size} points (baselines lr {list(b.baseline_lrs)} × β "
         f"{list(b.betas)}; PIPA lr {list(b.pipa_lrs)}; extend={b.extend}), first seed's training data, each trial "
         f"trained to its plateau, scored by greedy accuracy on {res['n_val']} validation prompts disjoint from the "
-        f"{res['n_test']} test prompts; tuned in the answer-level settings, reused at step level "
-        f"({', '.join(f'{k} ← {v}' for k, v in REUSE.items())})")
+        f"{res['n_test']} test prompts; "
+        + (f"tuned in the answer-level settings, reused at step level ({', '.join(f'{k} ← {v}' for k, v in reused.items())})"
+           if reused else "every setting tuned on its own grid, the step-level ones included"))
     sec.notes.append(f"budget: {b}")
     assert all(kind_of(n).startswith("pipa") for n in PIPA_RUNS)
     return sec

@@ -66,6 +66,19 @@ _ROWS = {("dpo", "paired"): "paired", ("ipo", "paired"): "paired", ("kto", "unpa
 REUSE = {"Step-DPO": "DPO", "Step-KTO": "KTO", "PIPA-M (step-paired)": "PIPA-M (paired)",
          "PIPA-N (step-paired)": "PIPA-N (paired)", "PIPA-M (step)": "PIPA-M (unpaired)",
          "PIPA-N (step)": "PIPA-N (unpaired)"}
+
+
+def reuse(b: Budget) -> dict[str, str]:
+    """Which method reuses which counterpart's tuned choice under ``b`` (none when ``b.tune_step_levels``)."""
+    return {} if b.tune_step_levels else dict(REUSE)
+
+
+def tuned_methods(b: Budget) -> list[tuple[str, str, str]]:
+    """The methods ``b`` tunes on their own grid (the rest take their counterpart's choice, :func:`reuse`)."""
+    reused = reuse(b)
+    return [m for m in METHODS if m[0] not in reused]
+
+
 OBJECTIVE = {"dpo": "DPO sigmoid loss", "ipo": "IPO loss", "kto": "KTO loss", "step-dpo": "DPO sigmoid loss",
              "step-kto": "KTO loss", "pipa-M": "PIPA-M loss", "pipa-N": "PIPA-N loss"}
 
@@ -200,7 +213,7 @@ def run(*, b: Budget, seed: int, out: Path, progress: bool = False) -> dict[str,
 
     data_by_seed = {seeds[0]: seed_data(seeds[0])}
     G = grids(b)
-    tuned = [m for m in METHODS if m[0] not in REUSE]
+    reused, tuned = reuse(b), tuned_methods(b)
     n_trials = sum(grid_size(G[m[0]]) for m in tuned if grid_size(G[m[0]]) > 1)
     bar = tqdm(total=n_trials + b.seeds * len(METHODS), desc="pipa reproduce", disable=not progress or None)
 
@@ -222,7 +235,7 @@ def run(*, b: Budget, seed: int, out: Path, progress: bool = False) -> dict[str,
     selections: dict[str, Selection] = tune_alike(
         {name: (evaluator(name, kind, setting, grid_size(G[name])), G[name]) for name, setting, kind in tuned},
         extend=b.extend)
-    for name, src in REUSE.items():
+    for name, src in reused.items():
         selections[name] = selections[src]
     chosen = {(name, repr(sorted(sel.params.items()))) for name, sel in selections.items()}
     trained = {k: v for k, v in trained.items() if k in chosen}
@@ -279,8 +292,8 @@ def shared_run(b: Budget, seeds: list[int], out: Path) -> dict[str, Any]:
     return _RUNS[key]
 
 
-def snote(sel: dict[str, Selection], name: str) -> str:
-    src = REUSE.get(name)
+def snote(sel: dict[str, Selection], name: str, reused: dict[str, str]) -> str:
+    src = reused.get(name)
     return f"{name} reuses {src}'s choice ({sel[name].note()})" if src else sel[name].note()
 
 
