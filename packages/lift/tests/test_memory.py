@@ -100,7 +100,7 @@ def test_validation_split_is_disjoint_from_training_and_test():
 def test_lr_selection_is_alike_picks_the_best_validation_accuracy_skips_diverged_and_flags_edges(monkeypatch):
     from dataclasses import replace
 
-    import lift.reproduce as R
+    import lift.reproduce.runs as R
     from lift.config import BUDGETS
     from torch import nn
 
@@ -151,7 +151,7 @@ def test_lift_filter_rank_is_chosen_on_validation_not_on_test(monkeypatch):
     not chosen; without candidates the preset r_f stays."""
     from dataclasses import replace
 
-    import lift.reproduce as R
+    import lift.reproduce.runs as R
     from lift.config import BUDGETS
     from torch import nn
 
@@ -195,7 +195,7 @@ def test_lift_filter_rank_is_chosen_on_validation_not_on_test(monkeypatch):
 
 
 def test_tuning_grids_have_the_same_size_for_every_method():
-    import lift.reproduce as R
+    import lift.reproduce.runs as R
     from icml25.tuning import grid_size
     from lift.config import BUDGETS, TASK_BUDGETS
 
@@ -272,7 +272,7 @@ def test_parallel_runs_equal_sequential_runs():
     thread); negative control: another seed gives other losses."""
     from dataclasses import replace
 
-    import lift.reproduce as R
+    import lift.reproduce.runs as R
     from lift.config import BUDGETS
 
     cfg = replace(BUDGETS.smoke, workers=1)

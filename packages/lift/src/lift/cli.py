@@ -201,7 +201,7 @@ class LiftReproduceOptions(ReproduceOptions):
     task: Literal["main", "mul"] = "main"
     """main: the committed full run (full: 2-digit subtraction target, 7 methods tuned alike with competence gates,
     rank sweep, memory; --quick/--smoke: multiplication, a plumbing check); mul: the harder target, 2-digit x
-    1-digit multiplication in 400 steps, Full FT / LoRA / LIFT / magnitude tuned alike, 5 seeds."""
+    1-digit multiplication in 2000 steps, Full FT / LoRA / LIFT / magnitude tuned alike, 5 seeds."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

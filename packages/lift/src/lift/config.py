@@ -195,13 +195,15 @@ TASK_BUDGETS = {
                      methods=("full_ft", "lora", "lift", "magnitude"), experiments=("compare",)),
         quick=Config(seeds=3, steps=120, n_train=1000, n_eval=100, n_val=100, **_NO_TUNING, target_task="mul",
                      methods=("full_ft", "lora", "lift", "magnitude"), experiments=("compare",)),
-        full=Config(steps=400, target_task="mul", curve_every=50, methods=("full_ft", "lora", "lift", "magnitude"),
+        full=Config(steps=2000, target_task="mul", curve_every=250, methods=("full_ft", "lora", "lift", "magnitude"),
                     experiments=("compare",), **_MUL_TUNING),
     ),
 }
 """``lift reproduce --task NAME``: ``main`` (the committed full run) and ``mul`` -- 2-digit x 1-digit
 multiplication as the target, a task harder than the source task (addition) and than subtraction: Full FT, LoRA,
 LIFT and magnitude (full rank: the rank-reduction claim) tuned alike on 3 lrs each (LoRA alpha = 2 r_b, T = 25,
-r_f = 8 fixed), 400 steps, 5 seeds, no sweep / memory (measured before: Full FT reaches 0.20 held-out exact match
-in 250 steps, 0.38-0.43 in 500-600; no method's validation curve plateaued in the 400-step run, and Full FT at lr
-1e-3 was still rising at 1000 steps: validation 0.39 / 0.42 at step 850, 0.43 / 0.45 at 1000, seeds 0 / 1)."""
+r_f = 8 fixed), 2000 steps with validation curves every 250 (= steps / 8: the plateau window is the last 3/8 of
+the linear schedule, as in the main run), 5 seeds, no sweep / memory. Measured before: Full FT reaches 0.20
+held-out exact match in 250 steps, 0.38-0.43 in 500-600; no method's validation curve plateaued in the 400-step
+run, and Full FT at lr 1e-3 was still rising at 1000 steps (validation 0.39 / 0.42 at step 850, 0.43 / 0.45 at
+1000, seeds 0 / 1), so the sub-run trains 5x longer than it did (about 30 min alone on the 2-core machine)."""
