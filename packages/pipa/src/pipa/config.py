@@ -89,14 +89,19 @@ def _geom(lo: float, hi: float, n: int) -> tuple[float, ...]:
 # paired rows, 240 for the 480 unpaired rows, ~500 for the ~1000 step-unpaired rows). Measured on seed 0 at the
 # previous run's choices (batch 32, 2 cores): the unpaired methods plateau after 72-192 steps (5-13 epochs: KTO 192,
 # PIPA-M 144, PIPA-N 72; Step-KTO 114, PIPA-M/N (step) 114/78); the old 48-step cap stopped them at 1.5-3.2 epochs
-# while still improving. Tuning + 5 seeds x 13 methods fit in ~15-25 minutes alone.
+# while still improving. Tuning + 5 seeds x 13 methods took 20 min alone with 7 tunings on the earlier machine,
+# 55 min with 13 tunings on the slower one.
 # Grids (4 points each, tune_alike): the run at 00ac22c (baselines lr {3e-5, 1e-4} x beta {0.1, 1}, one extension)
 # had DPO/IPO/KTO choose lr 9e-6 at the lower edge even after the extension and IPO/KTO beta 10 at the upper edge,
 # while every PIPA choice was interior (1e-5 beat its extension 4.64e-6; 1e-4 beat 2.15e-4). The baselines' grid is
 # shifted to bracket those choices at the same size (lr {3e-6, 1e-5} x beta {1, 10}; beta 0.1 and lr 3.3e-5 come
 # back as extensions where a choice sits at the edge), and every method (PIPA alike) may extend twice.
+# Epoch cap 16 -> 32 for every method: the run at c70390f (3,304 s alone) had DPO choose lr 3e-6 / beta 0.1 and still
+# improve when the 16-epoch cap stopped it on every seed (85 paired rows = 48 steps; last-window gains 0.0029 and
+# 0.0032 on 2 of 5 seeds against the 0.0029 threshold), so its gate failed; every method that plateaus by patience
+# is unaffected by the cap.
 FULL = Budget(prior_steps=200, n_prompts=120, k=4, batch_size=32, eval_prompts=200, val_prompts=80, auc_prompts=60,
-              seeds=5, baseline_lrs=(3e-6, 1e-5), betas=(1.0, 10.0), pipa_lrs=_geom(1e-5, 1e-4, 4), max_epochs=16.0,
+              seeds=5, baseline_lrs=(3e-6, 1e-5), betas=(1.0, 10.0), pipa_lrs=_geom(1e-5, 1e-4, 4), max_epochs=32.0,
               max_steps=None, evals_per_epoch=2, patience=3, val_rows=128, extend=2,
               tune_step_levels=True)
 
