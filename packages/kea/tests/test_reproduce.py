@@ -8,6 +8,7 @@ from icml25.experiment import seeds_for
 from kea import reproduce as R
 from kea.config import ABLATION, BUDGETS, CONTINUOUS, LARGE
 from kea.envs import DeepSea
+from kea.reproduce import lr_tuning, sparse_control
 
 
 @pytest.mark.parametrize("mode", [dict(quick=False, smoke=False), dict(quick=True, smoke=False),
@@ -55,7 +56,7 @@ def test_tuning_is_alike_and_picks_the_best_validation_score(monkeypatch):
         solved = 20 if lr == best[v] else (None if lr == 3e-3 else 80)
         return {"solved_episode": solved}
 
-    monkeypatch.setattr(R, "_run", fake_run)
+    monkeypatch.setattr(lr_tuning, "_run", fake_run)  # tune -> tune_lr looks _run up in kea.reproduce.lr_tuning
     pool = R.ForkPool(1)  # inline: the monkeypatched _run is called here
     sel = R.tune(cfg, [0, 1, 2], pool, variants=tuple(best))
     assert {v: s.params["lr"] for v, s in sel.items()} == best
@@ -125,8 +126,10 @@ def test_grid_edge_extension_submits_the_new_point_in_both_tasks(monkeypatch, tm
                 "declared_module": "standard" if v.startswith("KEA") else "sac",
                 "final_return_declared": 1.0 if solved else 0.0}
 
-    monkeypatch.setattr(R, "_run", fake_run)
-    monkeypatch.setattr(R, "_pool", lambda workers: R.ForkPool(1))  # inline: fake_run is called here
+    # continuous (kea.reproduce.sparse_control) submits _run itself and through tune_lr (kea.reproduce.lr_tuning)
+    monkeypatch.setattr(lr_tuning, "_run", fake_run)
+    monkeypatch.setattr(sparse_control, "_run", fake_run)
+    monkeypatch.setattr(sparse_control, "_pool", lambda workers: R.ForkPool(1))  # inline: fake_run is called here
     sec = R.continuous(cfg, [0], tmp_path)
     _cols, rows = next(t for name, t in sec.tables.items() if "learning rate chosen" in name)
     chosen = {row[0]: row[1] for row in rows}
