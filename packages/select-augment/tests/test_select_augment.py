@@ -482,7 +482,8 @@ def test_bad_augmentation_data_and_grid_input_is_refused():
     with pytest.raises(SelectAugmentError, match="split"):
         digits(split="dev")
     for kw, needle in [(dict(lr_grid=()), "lr_grid"), (dict(lr_grid=(0.1, -1.0)), "lr_grid"),
-                       (dict(infobatch_prune_grid=(1.0,)), "infobatch_prune_grid")]:
+                       (dict(infobatch_prune_grid=(1.0,)), "infobatch_prune_grid"), (dict(lr_extend=-1), "lr_extend"),
+                       (dict(lr_extend=1.5), "lr_extend"), (dict(lr_extend=True), "lr_extend")]:
         with pytest.raises(ValueError, match=needle):
             Config(**kw)
 
@@ -676,7 +677,15 @@ def test_competence_gate_plateau_rule_is_the_validation_error_and_the_same_for_e
         return flat + [(33, top), (34, top + gain), (35, top + gain), (36, top + gain)]
 
     small = [validation_curve(tail(0.005), 400) for _ in range(3)]  # 2 of 400 images; SE at 0.955 is ~0.0104
-    assert small[0].min_delta == pytest.approx(np.sqrt(0.955 * 0.045 / 400))
+    assert small[0].min_delta == pytest.approx(round(np.sqrt(0.955 * 0.045 / 400) * 400) / 400)  # 4 images
+    # The error floor in whole images: at 99 % on 400 images the SE is 1.99 images -> 2; a two-image gain (which is
+    # 0.0050000000000000044 in floating point) is within it, three images are not (negative control).
+    flat99 = [(e, 0.9875) for e in range(18, 34)]
+    two = [validation_curve(flat99 + [(34, 0.9875), (35, 0.9925), (36, 0.99)], 400) for _ in range(3)]
+    assert 0.9925 - 0.9875 > np.sqrt(0.9925 * 0.0075 / 400)  # the unrounded floor would call it learning
+    assert plateau_check(two).plateaued
+    three = [validation_curve(flat99 + [(34, 0.9875), (35, 0.995), (36, 0.99)], 400) for _ in range(3)]
+    assert not plateau_check(three).plateaued
     assert plateau_check(small).plateaued
     assert not plateau_check([validation_curve(tail(0.005), 0) for _ in range(3)]).plateaued  # min_delta 0
     assert not plateau_check([validation_curve(tail(0.04), 400) for _ in range(3)]).plateaued  # ~4 SE: learning

@@ -138,7 +138,11 @@ class Config:
     tune: bool = True
     """Tune every method's peak learning rate on the validation split (seed 0's data), the same grid for all."""
     lr_grid: tuple[float, ...] = (0.05, 0.1, 0.2)
-    """The learning-rate grid every method chooses from (up to two more steps beyond an edge choice)."""
+    """The learning-rate grid every method chooses from (up to ``lr_extend`` more steps beyond an edge choice)."""
+    lr_extend: int = 3
+    """How many times a learning rate chosen at an edge of ``lr_grid`` may be extended one more (halving or
+    doubling) step. 3: with 2, two noisy-digits methods (random +gate, ours w/o gate) still chose the lowest lr
+    (0.0125) in the run at 4de0108."""
     infobatch_prune_grid: tuple[float, ...] = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
     """InfoBatch's prune ratios tried, from the most pruning down, until its measured cost reaches target_cost."""
     digits: bool = True
@@ -163,6 +167,8 @@ class Config:
 
     def __post_init__(self) -> None:
         check_positive(self, "seeds", "n_train", "n_val", "n_test", "n_detect")
+        if isinstance(self.lr_extend, bool) or not isinstance(self.lr_extend, int) or self.lr_extend < 0:
+            raise SelectAugmentError(f"lr_extend must be an integer >= 0, got {self.lr_extend!r}")
         _in("target_cost", self.target_cost, 0.0, 1.0, lo_open=True)
         _in("label_noise", self.label_noise, 0.0, 1.0)
         if not self.lr_grid or any(not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0)

@@ -194,7 +194,8 @@ def _calibrate_infobatch(cfg: Config, regime: str, name: str = "infobatch") -> t
 def _tuned(cfg: Config, regime: str, methods: tuple[str, ...]) -> tuple[dict[str, dict], dict[str, Any], list]:
     """Knobs per method. InfoBatch's prune ratio is first calibrated to the target cost; then every method (method,
     baselines, ablations) picks its peak learning rate from the same ``lr_grid`` (``tune_alike``, up to two
-    extension steps beyond an edge) on the validation split of seed 0 (``cfg.tune``; else the default lr)."""
+    extension steps beyond an edge, ``cfg.lr_extend``) on the validation split of seed 0 (``cfg.tune``; else the
+    default lr)."""
     from icml25.tuning import tune_alike
 
     key = ("tuned", regime, methods, cfg.tune)
@@ -212,7 +213,7 @@ def _tuned(cfg: Config, regime: str, methods: tuple[str, ...]) -> tuple[dict[str
     if cfg.tune:
         comp = {m: ((lambda p, m=m: run_method(m, cfg, regime, 0, {**params[m], **p}, eval_split="val")["acc"]),
                     {"lr": list(cfg.lr_grid)}) for m in methods}
-        selections = tune_alike(comp, extend=2)
+        selections = tune_alike(comp, extend=cfg.lr_extend)
         for m in methods:
             params[m].update(selections[m].params)
     else:
@@ -299,13 +300,19 @@ under what the previous full runs measured (98.9% clean shapes, 91.1% noisy, 95.
 PATIENCE = 3
 """Plateau window of the competence gates: the last 3 validation evaluations (epochs)."""
 
+FLOAT_TOL = 1e-9
+"""Added to the gates' error floor so that a gain of exactly the floor's whole images (0.9925 - 0.9875 is
+0.0050000000000000044 in floating point) counts as within it."""
+
 
 def validation_curve(points: list[tuple[int, float]], n_val: int):
     """A run's validation accuracies ``[(epoch, acc)]`` as a :class:`icml25.train.Curve` for the plateau check, the
     same rule for every method: ``patience`` = :data:`PATIENCE` epochs, ``ceiling`` 1 (an accuracy cannot rise above
     it), and ``min_delta`` = the binomial standard error ``sqrt(b (1 - b) / n_val)`` of a validation accuracy at the
-    curve's best ``b``: a last-window gain smaller than the validation set's own sampling error (at 99 % on 400
-    images, 0.5 pt, two images) is not evidence that the model was still learning. ``n_val`` 0: ``min_delta`` 0."""
+    curve's best ``b``, counted in whole validation images (an accuracy on ``n_val`` images moves in steps of
+    ``1 / n_val``; the error is rounded to the nearest step, plus a float tolerance): a last-window gain within the
+    validation set's own sampling error (at 99 % on 400 images, 1.99 images -> two images, 0.5 pt) is not evidence
+    that the model was still learning. ``n_val`` 0: ``min_delta`` 0."""
     import math
 
     from icml25.train import Curve
@@ -313,7 +320,8 @@ def validation_curve(points: list[tuple[int, float]], n_val: int):
     steps, values = [e for e, _ in points], [float(v) for _, v in points]
     best = max(values) if values else 0.0
     se = math.sqrt(max(best * (1.0 - best), 0.0) / n_val) if n_val > 0 else 0.0
-    return Curve(steps=steps, values=values, patience=PATIENCE, min_delta=se, ceiling=1.0)
+    floor = round(se * n_val) / n_val + FLOAT_TOL if n_val > 0 else 0.0
+    return Curve(steps=steps, values=values, patience=PATIENCE, min_delta=floor, ceiling=1.0)
 
 
 def gate_name(label: str, m: str) -> str:
