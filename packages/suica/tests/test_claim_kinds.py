@@ -82,7 +82,9 @@ def test_reproduce_sections_label_the_rows(monkeypatch, tmp_path):
                                  r.TUNED: _sel(r.TUNED, {"embedding": "pca"})}})
         return outs
 
-    monkeypatch.setattr(r, "pmap", fake)
+    # pmap is looked up in the experiments' own modules (suica.reproduce is a package: one module per experiment)
+    monkeypatch.setattr(r.sections_3d, "pmap", fake)
+    monkeypatch.setattr(r.unseen_settings, "pmap", fake)
     seeds = [0, 1, 2]
     claims = r.three_d(cfg, seeds, tmp_path).claims + r.generalisation(cfg, seeds, tmp_path).claims
     scopes = 1 + len(cfg.settings)
