@@ -93,6 +93,8 @@ def test_train_joint_on_your_graphs_sample_and_evaluate(tmp_path):
     assert main(["train", "--task", "joint", "--graphs", str(tmp_path / "mine.txt"), "--steps", "3", "--hidden", "8",
                  "--max-degree", "4", "--quiet", "--out", str(tmp_path / "tr")]) == 0
     assert (tmp_path / "tr" / "held_out" / "graphs.npz").exists()
+    cfg = json.loads((tmp_path / "tr" / "model" / "model_config.json").read_text())
+    assert sorted(set(cfg["node_counts"])) == [5, 6, 7] and cfg["n"] == 7  # GDSS's node flags: the training sizes
     assert main(["sample", "--run", str(tmp_path / "tr"), "--samples", "4", "--n-steps", "5", "--quiet",
                  "--out", str(tmp_path / "sa")]) == 0
     res = json.loads((tmp_path / "sa" / "sample.json").read_text())

@@ -239,7 +239,7 @@ def train_command(opts: TrainOptions) -> int:
             generate, T = "X", opts.T
             np.save(rd.path / "graph.npy", m.adjacency)
         elif opts.task == "joint":
-            from sggm.datasets import read_graphs, standard_set, to_tensors
+            from sggm.datasets import node_flags, read_graphs, standard_set, to_tensors
             from sggm.metrics import to_signed
 
             gs = read_graphs(opts.graphs) if opts.graphs is not None else standard_set(
@@ -256,6 +256,8 @@ def train_command(opts: TrainOptions) -> int:
             np.savez(rd.path / "held_out" / "graphs.npz", *[nx.to_numpy_array(g, nodelist=range(g.number_of_nodes()))
                                                            for g in gs[len(gs) - k:]])
             X0, A0 = X0[:len(gs) - k], A0[:len(gs) - k]
+            sizes = [g.number_of_nodes() for g in gs[:len(gs) - k]]
+            flags = node_flags(sizes, n_max)  # GDSS's node flags: padded nodes masked out
             net = ScoreNetwork(n_features=opts.max_degree + 1, sde_x=VP(0.1, 10.0), sde_a=VP(0.1, 10.0),
                                hidden=opts.hidden, depth=opts.depth, adj_powers=3)
             generate, T = "both", 1.0
@@ -268,14 +270,18 @@ def train_command(opts: TrainOptions) -> int:
             net = ScoreNetwork(n_features=1, sde_x=VP(0.1, 10.0), sde_a=VP(0.1, 10.0), hidden=opts.hidden,
                                depth=opts.depth)
             generate, T = "A", 1.0
+        if opts.task != "joint":
+            flags, sizes = None, None
         losses = train_score(net, X0, A0, generate=generate, steps=opts.steps, batch_size=opts.batch_size,
-                             lr=opts.lr, T=T, seed=opts.seed, progress=not opts.quiet, device=device)
+                             lr=opts.lr, T=T, seed=opts.seed, progress=not opts.quiet, device=device, flags=flags)
         for i, loss in enumerate(losses):
             if i % 50 == 0 or i == len(losses) - 1:
                 rd.log(i, loss=loss)
         n_cfg = A0.shape[-1] if opts.task == "joint" else opts.n
         cfg = {**net.config, "task": opts.task, "graph": opts.graph, "n": n_cfg, "degree": opts.degree,
                "alpha": opts.alpha, "T": T, "seed": opts.seed}
+        if sizes is not None:
+            cfg["node_counts"] = [int(v) for v in sizes]  # `sggm sample` draws generated graphs' sizes from them
         save_model(rd.path / "model", net, cfg)
         rd.write_config(asdict(opts))
         rd.write_env(device=str(device))
@@ -338,14 +344,16 @@ def sample_command(opts: SampleOptions) -> int:
                    "kl_per_entry_exact_law": law.kl_per_entry}
             np.save(rd.path / "samples_X.npy", X)
         elif c["task"] == "joint":
-            from sggm.datasets import read_graphs
+            from sggm.datasets import read_graphs, sample_node_flags
             from sggm.graph_eval import graph_mmds
 
-            sx, sa = net.numpy_scores()
             z = np.triu(rng.standard_normal((opts.samples, n, n)), 1)
+            # node counts drawn from the training graphs' (GDSS's flags); a run without them: every graph has n nodes
+            flags = sample_node_flags(c.get("node_counts") or [n], opts.samples, n, rng)
+            sx, sa = net.numpy_scores(flags=flags)
             _, A = sample(sx, sa, rng.standard_normal((opts.samples, n, c["n_features"])), z + np.swapaxes(z, 1, 2),
                           n_steps=opts.n_steps, T=c["T"], t_min=opts.t_min, sde_x=net.sde_x, sde_a=net.sde_a,
-                          seed=opts.seed)
+                          seed=opts.seed, flags=flags)
             G = quantize(A, threshold=0.0)
             (rd.path / "graphs").mkdir()
             np.savez(rd.path / "graphs" / "generated.npz", *list(G))

@@ -113,6 +113,24 @@ def to_tensors(graphs: list, *, n_max: int, max_degree: int) -> tuple[np.ndarray
     return X, A
 
 
+def node_flags(sizes, n_max: int) -> np.ndarray:
+    """GDSS's node flags ``[len(sizes), n_max]``: row ``i`` is 1 on the first ``sizes[i]`` nodes (the graph's own, as
+    :func:`to_tensors` pads them), 0 on the padding."""
+    sizes = np.asarray(sizes, dtype=int)
+    if sizes.ndim != 1 or (sizes < 0).any() or (sizes > n_max).any():
+        raise SggmError(f"node counts must lie in [0, n_max = {n_max}], got {sizes.tolist()}")
+    return (np.arange(n_max)[None, :] < sizes[:, None]).astype(np.float64)
+
+
+def sample_node_flags(sizes, count: int, n_max: int, rng: np.random.Generator) -> np.ndarray:
+    """Node flags of ``count`` graphs to generate, their node counts drawn from the training graphs' ``sizes`` (as
+    GDSS's ``init_flags`` draws them from the training set)."""
+    sizes = np.asarray(sizes, dtype=int)
+    if sizes.size == 0:
+        raise SggmError("sample_node_flags needs the node counts of at least one training graph")
+    return node_flags(rng.choice(sizes, size=count), n_max)
+
+
 # ------------------------------------------------------------------------------------------------------ inputs
 def _from_pyg(data: Any):
     import networkx as nx

@@ -31,9 +31,12 @@ def symmetric_noise(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndar
 
 def sample(score_x: Score | None, score_a: Score | None, X_T, A_T, *, n_steps: int, T: float,
            t_min: float = 1e-3, sde_x: VP | VE | None = None, sde_a: VP | VE | None = None, seed: int = 0,
-           return_path: bool = False):
+           return_path: bool = False, flags=None):
     """Run the reverse system from ``(X_T, A_T)``; returns ``(X, A)`` at ``t_min`` (and the list of states with
-    ``return_path=True``). ``sde_x``/``sde_a`` default to ``VP(1, 1)``."""
+    ``return_path=True``). ``sde_x``/``sde_a`` default to ``VP(1, 1)``. ``flags [B, n]`` (0/1, optional): GDSS's
+    node flags; the start, every step's noise and every state are masked to the existing nodes (padded rows and
+    columns stay 0), and the score functions must be built with the same flags
+    (:meth:`sggm.ScoreNetwork.numpy_scores`)."""
     check_time_grid(n_steps=n_steps, T=T, t_min=t_min)
     sde_x = sde_x if sde_x is not None else VP(1.0, 1.0)
     sde_a = sde_a if sde_a is not None else VP(1.0, 1.0)
@@ -60,6 +63,15 @@ def sample(score_x: Score | None, score_a: Score | None, X_T, A_T, *, n_steps: i
         raise SggmError("A_T must be symmetric")
     if score_x is None and score_a is None:
         raise SggmError("at least one of score_x and score_a must be given")
+    mx = ma = None
+    if flags is not None:
+        f = np.asarray(flags, dtype=np.float64)
+        if f.ndim == 1:
+            f = np.broadcast_to(f, X.shape[:2])
+        if f.shape != X.shape[:2] or not np.isin(f, (0.0, 1.0)).all():
+            raise SggmError(f"flags must be 0/1 of shape [B, n] = {X.shape[:2]}, got shape {f.shape}")
+        mx, ma = f[:, :, None], f[:, :, None] * f[:, None, :]
+        X, A = X * mx, A * ma
     rng = np.random.default_rng(seed)
     h = (T - t_min) / n_steps
     path = [(X.copy(), A.copy())] if return_path else None
@@ -71,10 +83,14 @@ def sample(score_x: Score | None, score_a: Score | None, X_T, A_T, *, n_steps: i
             g2 = float(sde_x.g2(t))
             X = X + h * (-float(sde_x.drift_coef(t)) * X + g2 * np.asarray(sx)) \
                 + np.sqrt(h * g2) * rng.standard_normal(X.shape)
+            if mx is not None:
+                X = X * mx
         if sa is not None:
             g2 = float(sde_a.g2(t))
             A = A + h * (-float(sde_a.drift_coef(t)) * A + g2 * np.asarray(sa)) \
                 + np.sqrt(h * g2) * symmetric_noise(rng, A.shape)
+            if ma is not None:
+                A = A * ma
         if return_path:
             path.append((X.copy(), A.copy()))
     if squeeze:

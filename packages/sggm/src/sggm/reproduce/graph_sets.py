@@ -21,7 +21,9 @@ def standard_sets(cfg: Config, seeds: list[int], out: Path) -> Section:
     """A trained joint-paradigm GDSS-style model on the standard synthetic sets (community-small, grid, ego-like),
     scored by GDSS's degree / clustering / orbit MMDs, against a structure-only score model (GDSS without X: the
     EDP-GNN-style baseline, tuned alike) and an Erdős–Rényi model fitted to the same density (the trivial control of
-    the competence gates). One torch thread, as ``learned``."""
+    the competence gates). Graphs of different sizes are padded with GDSS's node flags: training, validation loss
+    and sampling are masked to the existing nodes, and each generated graph's node count is drawn from the training
+    graphs' (:func:`sggm.datasets.sample_node_flags`). One torch thread, as ``learned``."""
     import torch
 
     threads = torch.get_num_threads()
@@ -36,7 +38,7 @@ def _standard_sets(cfg: Config, seeds: list[int], out: Path) -> Section:
     import torch
     from icml25.tuning import selections_table, tune_alike
 
-    from sggm.datasets import erdos_renyi_like, standard_set, to_tensors
+    from sggm.datasets import erdos_renyi_like, node_flags, sample_node_flags, standard_set, to_tensors
     from sggm.graph_eval import graph_mmds
     from sggm.metrics import quantize, to_signed
     from sggm.sampler import sample
@@ -58,29 +60,31 @@ def _standard_sets(cfg: Config, seeds: list[int], out: Path) -> Section:
         X, A = to_tensors(gs, n_max=n_max[name], max_degree=cfg.std_max_degree)
         if model == "structure-only":
             X = np.ones((len(gs), n_max[name], 1))
-        return X, to_signed(A)
+        return X, to_signed(A), node_flags([g.number_of_nodes() for g in gs], n_max[name])
 
     def fit(model: str, name: str, s: int, lr: float):
         tr, va, te = split(name, s)
         torch.manual_seed(s)
         net = ScoreNetwork(n_features=F if model == "joint" else 1, sde_x=sde, sde_a=sde, hidden=32, depth=2,
                            adj_powers=cfg.std_adj_powers)
-        curve = train_with_validation(net, *tensors(model, tr, name), *tensors(model, va, name),
-                                      generate=STD_MODELS[model], steps=cfg.std_steps, eval_every=cfg.std_eval_every,
-                                      batch_size=32, lr=lr, T=1.0, t_min=cfg.t_min, seed=s)
+        (Xtr, Atr, ftr), (Xva, Ava, fva) = tensors(model, tr, name), tensors(model, va, name)
+        curve = train_with_validation(net, Xtr, Atr, Xva, Ava, generate=STD_MODELS[model], steps=cfg.std_steps,
+                                      eval_every=cfg.std_eval_every, batch_size=32, lr=lr, T=1.0, t_min=cfg.t_min,
+                                      seed=s, flags=ftr, flags_val=fva)
         return net, curve, tr, te
 
-    def generate(net, model: str, name: str, N: int, s: int) -> list:
+    def generate(net, model: str, name: str, N: int, s: int, tr: list) -> list:
         rng = np.random.default_rng(s + 5)
         B, n = cfg.std_samples, n_max[name]
         z = np.triu(rng.standard_normal((B, n, n)), 1)
         AT = z + np.swapaxes(z, 1, 2)
-        kw = dict(n_steps=N, T=1.0, t_min=cfg.t_min, sde_x=sde, sde_a=sde, seed=s + 6)
+        flags = sample_node_flags([g.number_of_nodes() for g in tr], B, n, rng)  # GDSS: node counts of training
+        kw = dict(n_steps=N, T=1.0, t_min=cfg.t_min, sde_x=sde, sde_a=sde, seed=s + 6, flags=flags)
         if model == "joint":
-            sx, sa = net.numpy_scores()
+            sx, sa = net.numpy_scores(flags=flags)
             _, A = sample(sx, sa, rng.standard_normal((B, n, F)), AT, **kw)
         else:
-            _, sa = net.numpy_scores(heads="a")
+            _, sa = net.numpy_scores(heads="a", flags=flags)
             _, A = sample(None, sa, np.ones((B, n, 1)), AT, **kw)
         return list(quantize(A, threshold=0.0))
 
@@ -104,7 +108,7 @@ def _standard_sets(cfg: Config, seeds: list[int], out: Path) -> Section:
                 curves[(d, m)].append(curve)
                 net.eval()
                 for N in ((n_hi, n_lo) if m == "joint" else (n_hi,)):
-                    r = graph_mmds(te, generate(net, m, d, N, s), methods=STD_METRICS)
+                    r = graph_mmds(te, generate(net, m, d, N, s, tr), methods=STD_METRICS)
                     for k, v in r.items():
                         mmd.setdefault((d, m, N), {}).setdefault(k, []).append(v)
             for ctrl, gs in (("Erdős–Rényi", erdos_renyi_like(tr, cfg.std_samples, seed=s + 7)), ("training set", tr)):
